@@ -27,7 +27,7 @@ _DECIMAL = {
 }
 _PATTERN = re.compile(
     r"^(?P<sign>[+-]?)(?P<number>\d+(?:\.\d*)?|\.\d+)"
-    r"(?:(?P<binary>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?\d+)|(?P<decimal>[numkMGTPE]?))$"
+    r"(?:(?P<binary>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?\d+)|(?P<decimal>[numkMGTPE]?))\Z"
 )
 
 
@@ -93,3 +93,16 @@ def format_count(value: float) -> str:
     if abs(value - round(value)) < 1e-9:
         return str(round(value))
     return f"{round(value * 1000)}m"
+
+
+def is_quantity(value: object) -> bool:
+    """Whether ``value`` is a valid quantity, without building a ``Fraction``.
+
+    Validation of thousands of objects at load time only needs the yes/no answer; the exact
+    value is computed later, once, where the scheduler needs numbers.
+    """
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return value == value and value not in (float("inf"), float("-inf"))
+    return isinstance(value, str) and _PATTERN.match(value) is not None

@@ -3,9 +3,15 @@
 import click
 
 from stromboli.core import __version__
+from stromboli.core.cli.crds import crds
+from stromboli.core.cli.simulate import simulate
 
 
 @click.group()
 @click.version_option(__version__, prog_name="stromboli")
 def main() -> None:
     """Stromboli: a Volcano-compatible batch scheduler for Kubernetes."""
+
+
+main.add_command(crds)
+main.add_command(simulate)

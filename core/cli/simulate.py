@@ -1,0 +1,114 @@
+"""``stromboli simulate``: run the real scheduler on YAML input, no cluster needed."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import click
+import orjson
+import yaml
+
+from stromboli.core.scheduler.conf import ConfigError
+from stromboli.core.simulate.durations import parse_duration
+from stromboli.core.simulate.engine import DEFAULT_MAX_TIME, Simulation, SimulationResult
+from stromboli.core.simulate.loader import SimulationInputError, load
+from stromboli.core.simulate.output import as_list
+
+
+def _progress(total: int):  # type: ignore[no-untyped-def]
+    """A progress bar on stderr for long runs (arrivals delivered over total)."""
+    from rich.progress import BarColumn, Progress, TextColumn
+
+    progress = Progress(
+        TextColumn("simulating t={task.fields[t]}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} objects delivered"),
+        transient=True,
+        console=__import__("rich.console").console.Console(stderr=True),
+    )
+    task = progress.add_task("simulate", total=total, t="0s")
+    return progress, lambda now, delivered: progress.update(
+        task, completed=delivered, t=f"{now:.0f}s"
+    )
+
+
+async def _simulate(
+    files: tuple[str, ...], conf: str | None, max_time: float, show_progress: bool
+) -> tuple[SimulationResult, dict]:
+    objects = load(list(files))
+    progress = None
+    on_progress = None
+    if show_progress:
+        progress, on_progress = _progress(len(objects))
+        progress.start()
+    try:
+        result = await Simulation(objects, conf, max_time, on_progress).run()
+    finally:
+        if progress is not None:
+            progress.stop()
+    return result, await as_list(result.store)
+
+
+@click.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--scheduler-conf",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Scheduler configuration file (Volcano's format); Volcano's default when omitted.",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Choice(["json", "yaml"]),
+    help="Print the final state as a Kubernetes List instead of the report.",
+)
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False),
+    help="Also write the report with charts to this HTML file.",
+)
+@click.option(
+    "--max-time",
+    default=None,
+    help="Stop the virtual clock here (a duration such as 2h); default 30 days.",
+)
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Progress bar on stderr (default: when stderr is a terminal).",
+)
+def simulate(
+    files: tuple[str, ...],
+    scheduler_conf: str | None,
+    output: str | None,
+    html_path: str | None,
+    max_time: str | None,
+    progress: bool | None,
+) -> None:
+    """Simulate FILES (Kubernetes YAML: Nodes, Queues, PodGroups, Pods, ...) on a virtual clock.
+
+    Annotations drive the run: sim.stromboli.dev/submit-at (when an object arrives),
+    sim.stromboli.dev/runtime (how long a pod runs once bound) and
+    sim.stromboli.dev/exit-code (non-zero makes the pod fail).
+    """
+    try:
+        limit = parse_duration(max_time, "--max-time") if max_time else DEFAULT_MAX_TIME
+        show = sys.stderr.isatty() if progress is None else progress
+        result, final = asyncio.run(_simulate(files, scheduler_conf, limit, show))
+    except (SimulationInputError, ConfigError, ValueError) as err:
+        raise click.ClickException(str(err)) from None
+    if html_path:
+        from stromboli.core.simulate.html import write_html
+
+        write_html(Path(html_path), result, final)
+    if output == "json":
+        sys.stdout.buffer.write(orjson.dumps(final, option=orjson.OPT_INDENT_2) + b"\n")
+    elif output == "yaml":
+        yaml.safe_dump(final, sys.stdout, sort_keys=False)
+    else:
+        from stromboli.core.simulate.report import print_report
+
+        print_report(result, final)

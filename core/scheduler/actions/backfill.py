@@ -1,0 +1,46 @@
+"""backfill: place best-effort tasks (no resource requests) of admitted jobs."""
+
+from __future__ import annotations
+
+import functools
+
+from stromboli.core.scheduler.api.status import TaskStatus
+from stromboli.core.scheduler.framework.filters import FitErrors
+from stromboli.core.scheduler.framework.plugin import Action, register_action
+from stromboli.core.scheduler.framework.session import Session
+from stromboli.core.scheduler.util.placement import place
+
+
+@register_action
+class BackfillAction(Action):
+    name = "backfill"
+    known_arguments = {"predicateErrorCacheEnable": True}
+
+    def execute(self, ssn: Session) -> None:
+        jobs = [
+            job
+            for job in ssn.jobs.values()
+            if not job.is_pending() and job.queue in ssn.queues and job.invalid is None
+        ]
+        jobs.sort(key=functools.cmp_to_key(ssn.job_compare))
+        for job in jobs:
+            if ssn.job_valid(job) is not None:
+                continue
+            pipelined = [t for t in job.tasks_with(TaskStatus.PIPELINED) if t.best_effort]
+            for task in pipelined:
+                # Best-effort tasks need no reservation: give the pipelined ones a real node.
+                ssn.nodes.remove_task(task.node_name, task)
+                ssn.fire_deallocate(task)
+                job.update_status(task, TaskStatus.PENDING)
+                task.node_name = ""
+            candidates = [
+                t
+                for t in (job.by_status.get(TaskStatus.PENDING) or {}).values()
+                if t.best_effort and not t.gated
+            ]
+            for task in ssn.sorted_tasks(candidates):
+                result = place(ssn, task, use_future_idle=False)
+                if isinstance(result, FitErrors):
+                    ssn.record_fit_error(job, task, result)
+                    continue
+                ssn.allocate(task, result.node)

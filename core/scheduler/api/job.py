@@ -1,0 +1,195 @@
+"""Tasks and jobs of one scheduling session (Volcano's TaskInfo and JobInfo)."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from stromboli.core.scheduler.api.resource import Resource
+from stromboli.core.scheduler.api.status import (
+    ALLOCATED_STATUS,
+    READY_STATUS,
+    TaskStatus,
+)
+
+
+@dataclass(slots=True, eq=False)
+class TaskInfo:
+    """One pod as the scheduler sees it. ``pod`` is the stored dict and is never mutated."""
+
+    uid: str
+    name: str
+    namespace: str
+    job_id: str
+    role: str
+    pod: dict
+    resreq: Resource
+    init_resreq: Resource
+    status: TaskStatus
+    priority: int
+    preemptable: bool
+    best_effort: bool
+    gated: bool
+    shape: str
+    creation: str
+    index: int
+    node_name: str = ""
+    #: Row of the scheduling request in the snapshot's resource columns (pods column = 1).
+    vector: np.ndarray | None = None
+    #: Node chosen while pipelined (reported as ``nominatedNodeName``).
+    nominated_node: str = ""
+
+    def clone(self) -> TaskInfo:
+        return copy.copy(self)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(slots=True, eq=False)
+class JobInfo:
+    """A PodGroup and its tasks."""
+
+    uid: str
+    name: str
+    namespace: str
+    queue: str
+    priority: int
+    min_available: int
+    podgroup: dict
+    creation: str
+    min_task_member: dict[str, int] = field(default_factory=dict)
+    min_resources: Resource | None = None
+    preemptable: bool = False
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)
+    by_status: dict[TaskStatus, dict[str, TaskInfo]] = field(default_factory=dict)
+    allocated: Resource = field(default_factory=Resource)
+    total_request: Resource = field(default_factory=Resource)
+    #: Per-task fit errors of this session, keyed by task uid.
+    fit_errors: dict[str, str] = field(default_factory=dict)
+    #: Job-level reason this session could not place the gang.
+    job_fit_error: str = ""
+    #: Set when a plugin vetoes the job (jobValid); carries (reason, message).
+    invalid: tuple[str, str] | None = None
+
+    @property
+    def phase(self) -> str:
+        return (self.podgroup.get("status") or {}).get("phase") or "Pending"
+
+    def is_pending(self) -> bool:
+        return self.phase == "Pending"
+
+    # -- task bookkeeping -------------------------------------------------------------------
+
+    def add_task(self, task: TaskInfo) -> None:
+        self.tasks[task.uid] = task
+        self.by_status.setdefault(task.status, {})[task.uid] = task
+        self.total_request.add(task.resreq)
+        if task.status & ALLOCATED_STATUS:
+            self.allocated.add(task.resreq)
+
+    def update_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        """Move a task to ``status``, keeping the index and allocated total right."""
+        old = task.status
+        if old == status:
+            return
+        bucket = self.by_status.get(old)
+        if bucket is not None:
+            bucket.pop(task.uid, None)
+        if old & ALLOCATED_STATUS:
+            self.allocated.sub(task.resreq)
+        task.status = status
+        self.by_status.setdefault(status, {})[task.uid] = task
+        if status & ALLOCATED_STATUS:
+            self.allocated.add(task.resreq)
+
+    def tasks_with(self, mask: TaskStatus) -> list[TaskInfo]:
+        out: list[TaskInfo] = []
+        for status, bucket in self.by_status.items():
+            if status & mask:
+                out.extend(bucket.values())
+        return out
+
+    def count(self, mask: TaskStatus) -> int:
+        return sum(len(bucket) for status, bucket in self.by_status.items() if status & mask)
+
+    # -- gang counters (Volcano's rules, reference §3.3) ----------------------------------------
+
+    def ready_task_num(self) -> int:
+        return self.count(READY_STATUS)
+
+    def waiting_task_num(self) -> int:
+        return self.count(TaskStatus.PIPELINED)
+
+    def pending_best_effort_num(self) -> int:
+        return sum(1 for t in self.by_status.get(TaskStatus.PENDING, {}).values() if t.best_effort)
+
+    def valid_task_num(self) -> int:
+        return self.count(
+            ALLOCATED_STATUS | TaskStatus.SUCCEEDED | TaskStatus.PIPELINED | TaskStatus.PENDING
+        )
+
+    def is_ready(self) -> bool:
+        return self.ready_task_num() + self.pending_best_effort_num() >= self.min_available
+
+    def is_pipelined(self) -> bool:
+        return (
+            self.waiting_task_num() + self.ready_task_num() + self.pending_best_effort_num()
+            >= self.min_available
+        )
+
+    def is_starving(self) -> bool:
+        return self.waiting_task_num() + self.ready_task_num() < self.min_available
+
+    def _per_role(self, mask: TaskStatus) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for status, bucket in self.by_status.items():
+            if status & mask:
+                for task in bucket.values():
+                    counts[task.role] = counts.get(task.role, 0) + 1
+        return counts
+
+    def _roles_checked(self) -> bool:
+        """Per-role minima apply only when they fit inside the job minimum."""
+        return bool(self.min_task_member) and self.min_available >= sum(
+            self.min_task_member.values()
+        )
+
+    def _roles_meet(self, mask: TaskStatus) -> bool:
+        if not self._roles_checked():
+            return True
+        counts = self._per_role(mask)
+        return all(counts.get(role, 0) >= need for role, need in self.min_task_member.items())
+
+    def check_task_valid(self) -> bool:
+        return self._roles_meet(
+            ALLOCATED_STATUS | TaskStatus.SUCCEEDED | TaskStatus.PIPELINED | TaskStatus.PENDING
+        )
+
+    def check_task_ready(self) -> bool:
+        return self._roles_meet(READY_STATUS)
+
+    def check_task_pipelined(self) -> bool:
+        return self._roles_meet(READY_STATUS | TaskStatus.PIPELINED)
+
+    def check_task_starving(self) -> bool:
+        if not self._roles_checked():
+            return True
+        counts = self._per_role(READY_STATUS | TaskStatus.PIPELINED)
+        return any(counts.get(role, 0) < need for role, need in self.min_task_member.items())
+
+    def clone(self) -> JobInfo:
+        """A copy whose tasks and counters can change without touching the original."""
+        job = copy.copy(self)
+        job.tasks = {}
+        job.by_status = {}
+        job.allocated = Resource()
+        job.total_request = Resource()
+        job.fit_errors = {}
+        job.min_task_member = dict(self.min_task_member)
+        for task in self.tasks.values():
+            job.add_task(task.clone())
+        return job

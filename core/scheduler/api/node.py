@@ -1,0 +1,201 @@
+"""Nodes of a snapshot: static facts per node, resource use in shared numpy arrays.
+
+Per-node amounts live in ``NodeTable`` arrays (rows = nodes, columns = resources of the
+snapshot's ``ResourceIndex``) so that fit and score are computed for all nodes at once.
+Accounting follows Volcano: ``idle = allocatable - used``; a releasing pod still uses its node
+but its resources count as future idle; a pipelined pod reserves future idle only.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from stromboli.core.scheduler.api.job import TaskInfo
+from stromboli.core.scheduler.api.resource import EPSILON, Resource, ResourceIndex
+from stromboli.core.scheduler.api.status import ALLOCATED_STATUS, TaskStatus
+
+
+@dataclass(slots=True, eq=False)
+class NodeInfo:
+    """Facts about one node that do not change within a cycle, plus its pods."""
+
+    name: str
+    position: int
+    node: dict
+    labels: dict[str, str]
+    taints: list[dict]
+    unschedulable: bool
+    allocatable: Resource
+    #: Pods on the node by uid (running, bound, binding, allocated, pipelined, releasing).
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)
+    #: Host ports in use: set of (protocol, hostIP, port).
+    used_ports: set[tuple[str, str, int]] = field(default_factory=set)
+
+    def clone(self) -> NodeInfo:
+        node = copy.copy(self)
+        node.tasks = dict(self.tasks)
+        node.used_ports = set(self.used_ports)
+        return node
+
+
+def host_ports(pod: dict) -> list[tuple[str, str, int]]:
+    """Host ports a pod asks for, as (protocol, hostIP, port)."""
+    ports: list[tuple[str, str, int]] = []
+    for container in (pod.get("spec") or {}).get("containers") or ():
+        for port in container.get("ports") or ():
+            host_port = port.get("hostPort")
+            if host_port:
+                ports.append(
+                    (port.get("protocol", "TCP"), port.get("hostIP") or "0.0.0.0", int(host_port))
+                )
+    return ports
+
+
+class NodeTable:
+    """All nodes of a snapshot with their resource arrays."""
+
+    def __init__(self, index: ResourceIndex | None = None) -> None:
+        self.index = index or ResourceIndex()
+        self.nodes: list[NodeInfo] = []
+        self.position: dict[str, int] = {}
+        width = len(self.index)
+        self.allocatable = np.zeros((0, width))
+        self.used = np.zeros((0, width))
+        self.releasing = np.zeros((0, width))
+        self.pipelined = np.zeros((0, width))
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    # -- shape ------------------------------------------------------------------------------
+
+    def ensure_columns(self) -> None:
+        """Grow the arrays after new resource names were indexed."""
+        extra = len(self.index) - self.allocatable.shape[1]
+        if extra > 0:
+            pad = ((0, 0), (0, extra))
+            self.allocatable = np.pad(self.allocatable, pad)
+            self.used = np.pad(self.used, pad)
+            self.releasing = np.pad(self.releasing, pad)
+            self.pipelined = np.pad(self.pipelined, pad)
+
+    def vector(self, resource: Resource, pods: float = 0.0) -> np.ndarray:
+        for name in resource.names():
+            self.index.add(name)
+        self.ensure_columns()
+        return self.index.vector(resource, pods)
+
+    def add_node(self, info: NodeInfo) -> None:
+        row = self.vector(info.allocatable)
+        info.position = len(self.nodes)
+        self.nodes.append(info)
+        self.position[info.name] = info.position
+        zeros = np.zeros((1, row.shape[0]))
+        self.allocatable = np.vstack([self.allocatable, row[None, :]])
+        self.used = np.vstack([self.used, zeros])
+        self.releasing = np.vstack([self.releasing, zeros])
+        self.pipelined = np.vstack([self.pipelined, zeros])
+
+    def replace_node(self, info: NodeInfo) -> None:
+        """Update a node's static facts and allocatable, keeping its pods and use."""
+        position = self.position[info.name]
+        old = self.nodes[position]
+        info.position = position
+        info.tasks = old.tasks
+        info.used_ports = old.used_ports
+        self.nodes[position] = info
+        self.allocatable[position] = self.vector(info.allocatable)
+
+    def remove_node(self, name: str) -> None:
+        position = self.position.pop(name)
+        del self.nodes[position]
+        for array_name in ("allocatable", "used", "releasing", "pipelined"):
+            setattr(self, array_name, np.delete(getattr(self, array_name), position, axis=0))
+        for i in range(position, len(self.nodes)):
+            self.nodes[i].position = i
+            self.position[self.nodes[i].name] = i
+
+    def copy(self) -> NodeTable:
+        """A snapshot copy: arrays copied, node facts shared, per-node pod maps copied."""
+        table = NodeTable.__new__(NodeTable)
+        table.index = copy.copy(self.index)
+        table.index.names = list(self.index.names)
+        table.index.columns = dict(self.index.columns)
+        table.nodes = [node.clone() for node in self.nodes]
+        table.position = dict(self.position)
+        table.allocatable = self.allocatable.copy()
+        table.used = self.used.copy()
+        table.releasing = self.releasing.copy()
+        table.pipelined = self.pipelined.copy()
+        return table
+
+    # -- accounting -------------------------------------------------------------------------
+
+    def task_vector(self, task: TaskInfo) -> np.ndarray:
+        if task.vector is None or task.vector.shape[0] != len(self.index):
+            task.vector = self.vector(task.init_resreq, pods=1.0)
+        return task.vector
+
+    def add_task(self, node_name: str, task: TaskInfo) -> None:
+        """Account a task on a node according to its status."""
+        position = self.position.get(node_name)
+        if position is None:
+            return
+        node = self.nodes[position]
+        node.tasks[task.uid] = task
+        vector = self.task_vector(task)
+        if task.status == TaskStatus.PIPELINED:
+            self.pipelined[position] += vector
+            return
+        self.used[position] += vector
+        if task.status == TaskStatus.RELEASING:
+            self.releasing[position] += vector
+        node.used_ports.update(host_ports(task.pod))
+
+    def remove_task(self, node_name: str, task: TaskInfo) -> None:
+        """Undo ``add_task`` for a task whose status is still the one it was added with."""
+        position = self.position.get(node_name)
+        if position is None:
+            return
+        node = self.nodes[position]
+        if node.tasks.pop(task.uid, None) is None:
+            return
+        vector = self.task_vector(task)
+        if task.status == TaskStatus.PIPELINED:
+            self.pipelined[position] -= vector
+            return
+        self.used[position] -= vector
+        if task.status == TaskStatus.RELEASING:
+            self.releasing[position] -= vector
+        for port in host_ports(task.pod):
+            node.used_ports.discard(port)
+
+    def idle(self) -> np.ndarray:
+        return self.allocatable - self.used
+
+    def future_idle(self) -> np.ndarray:
+        return self.allocatable - self.used + self.releasing - self.pipelined
+
+    def idle_of(self, node_name: str) -> Resource:
+        position = self.position[node_name]
+        return self.index.resource(self.allocatable[position] - self.used[position])
+
+    def used_of(self, node_name: str) -> Resource:
+        return self.index.resource(self.used[self.position[node_name]])
+
+    def total_allocatable(self) -> Resource:
+        return self.index.resource(self.allocatable.sum(axis=0))
+
+    def fits(self, vector: np.ndarray, available: np.ndarray) -> np.ndarray:
+        """Boolean mask of nodes whose ``available`` rows hold ``vector``."""
+        needed = vector > EPSILON
+        if not needed.any():
+            return np.ones(available.shape[0], dtype=bool)
+        return (available[:, needed] >= vector[needed] - EPSILON).all(axis=1)
+
+
+def is_counted_on_node(status: TaskStatus) -> bool:
+    return bool(status & (ALLOCATED_STATUS | TaskStatus.RELEASING | TaskStatus.PIPELINED))

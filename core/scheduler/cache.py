@@ -1,0 +1,297 @@
+"""The scheduler's always-current view of the cluster, kept up to date by store events.
+
+Each object is parsed once per version into the scheduler's records (``TaskInfo``,
+``NodeInfo``, ``JobInfo``, ``QueueInfo``) and node use is maintained incrementally in numpy
+arrays. A snapshot for a session clones only these small records and copies the arrays; pod
+and node dicts are shared, never deep-copied per cycle.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from stromboli.core.api import constants as k
+from stromboli.core.scheduler.api.build import node_info_from, task_info_from
+from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
+from stromboli.core.scheduler.api.node import NodeTable, is_counted_on_node
+from stromboli.core.scheduler.api.pod import parse_bool
+from stromboli.core.scheduler.api.queue import QueueInfo
+from stromboli.core.scheduler.api.resource import Resource
+from stromboli.core.scheduler.framework.snapshot import Snapshot
+
+log = logging.getLogger(__name__)
+
+POD = ("v1", "Pod")
+NODE = ("v1", "Node")
+PODGROUP = (k.SCHEDULING_V1BETA1, "PodGroup")
+QUEUE = (k.SCHEDULING_V1BETA1, "Queue")
+PRIORITY_CLASS = ("scheduling.k8s.io/v1", "PriorityClass")
+RESOURCE_QUOTA = ("v1", "ResourceQuota")
+PDB = ("policy/v1", "PodDisruptionBudget")
+HYPERNODE = (k.TOPOLOGY_V1ALPHA1, "HyperNode")
+#: Kinds the scheduler cache follows.
+WATCHED_KINDS = (NODE, QUEUE, PRIORITY_CLASS, PODGROUP, POD, RESOURCE_QUOTA, PDB, HYPERNODE)
+
+
+@dataclass(slots=True)
+class PodRecord:
+    """A pod the cache knows: its task record, and whether it belongs to one of our jobs."""
+
+    task: TaskInfo
+    job_id: str | None
+
+
+@dataclass(slots=True)
+class JobEntry:
+    """A PodGroup (possibly not seen yet) and the tasks that name it."""
+
+    podgroup: dict | None = None
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)
+
+
+def _key(obj: dict) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return meta.get("namespace") or "", meta["name"]
+
+
+def job_id_of(pod: dict) -> str | None:
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    group = annotations.get(k.GROUP_NAME_ANNOTATION)
+    if not group:
+        return None
+    return f"{pod['metadata'].get('namespace', 'default')}/{group}"
+
+
+class SchedulerCache:
+    def __init__(self, scheduler_names: tuple[str, ...] = (k.DEFAULT_SCHEDULER_NAME,)) -> None:
+        self.scheduler_names = set(scheduler_names)
+        self.nodes = NodeTable()
+        self.pods: dict[str, PodRecord] = {}
+        self.jobs: dict[str, JobEntry] = {}
+        self.queues: dict[str, QueueInfo] = {}
+        self.priority_classes: dict[str, int] = {}
+        self._global_defaults: dict[str, int] = {}
+        self.resource_quotas: dict[tuple[str, str], dict] = {}
+        self.pdbs: dict[tuple[str, str], dict] = {}
+        self.hypernodes: dict[str, dict] = {}
+        #: Pods bound to nodes the cache has not seen yet, by node name.
+        self._orphans: dict[str, dict[str, TaskInfo]] = {}
+
+    # -- event intake -------------------------------------------------------------------------
+
+    def apply(self, kind: tuple[str, str], event_type: str, obj: dict) -> None:
+        """Fold one store event into the cache."""
+        deleted = event_type == "DELETED"
+        if kind == POD:
+            self._pod(obj, deleted)
+        elif kind == NODE:
+            self._node(obj, deleted)
+        elif kind == PODGROUP:
+            self._podgroup(obj, deleted)
+        elif kind == QUEUE:
+            self._queue(obj, deleted)
+        elif kind == PRIORITY_CLASS:
+            self._priority_class(obj, deleted)
+        elif kind == RESOURCE_QUOTA:
+            self._keyed(self.resource_quotas, obj, deleted)
+        elif kind == PDB:
+            self._keyed(self.pdbs, obj, deleted)
+        elif kind == HYPERNODE:
+            name = obj["metadata"]["name"]
+            if deleted:
+                self.hypernodes.pop(name, None)
+            else:
+                self.hypernodes[name] = obj
+
+    @staticmethod
+    def _keyed(table: dict, obj: dict, deleted: bool) -> None:
+        if deleted:
+            table.pop(_key(obj), None)
+        else:
+            table[_key(obj)] = obj
+
+    def _is_ours(self, pod: dict) -> bool:
+        return (pod.get("spec") or {}).get(
+            "schedulerName", "default-scheduler"
+        ) in self.scheduler_names
+
+    def _pod(self, pod: dict, deleted: bool) -> None:
+        uid = pod["metadata"].get("uid") or "/".join(_key(pod))
+        old = self.pods.pop(uid, None)
+        if old is not None:
+            self._forget_task(old)
+        if deleted:
+            return
+        ours = self._is_ours(pod)
+        job_id = job_id_of(pod) if ours else None
+        assigned = bool((pod.get("spec") or {}).get("nodeName"))
+        if not ours and not assigned:
+            return
+        try:
+            task = task_info_from(pod, job_id or "")
+        except ValueError as err:
+            log.warning("ignoring pod %s/%s: %s", *_key(pod), err)
+            return
+        record = PodRecord(task, job_id)
+        self.pods[uid] = record
+        if job_id is not None:
+            self.jobs.setdefault(job_id, JobEntry()).tasks[uid] = task
+        if task.node_name and is_counted_on_node(task.status):
+            if task.node_name in self.nodes.position:
+                self.nodes.add_task(task.node_name, task)
+            else:
+                self._orphans.setdefault(task.node_name, {})[uid] = task
+
+    def _forget_task(self, record: PodRecord) -> None:
+        task = record.task
+        if record.job_id is not None:
+            entry = self.jobs.get(record.job_id)
+            if entry is not None:
+                entry.tasks.pop(task.uid, None)
+                if entry.podgroup is None and not entry.tasks:
+                    del self.jobs[record.job_id]
+        if task.node_name:
+            self.nodes.remove_task(task.node_name, task)
+            orphans = self._orphans.get(task.node_name)
+            if orphans:
+                orphans.pop(task.uid, None)
+
+    def _node(self, node: dict, deleted: bool) -> None:
+        name = node["metadata"]["name"]
+        if deleted:
+            if name in self.nodes.position:
+                position = self.nodes.position[name]
+                tasks = self.nodes.nodes[position].tasks
+                self._orphans[name] = dict(tasks)
+                self.nodes.remove_node(name)
+            return
+        info = node_info_from(node)
+        if name in self.nodes.position:
+            self.nodes.replace_node(info)
+            return
+        # Nodes keep arrival order: equal scores go to the earliest node, deterministically.
+        self.nodes.add_node(info)
+        for task in self._orphans.pop(name, {}).values():
+            self.nodes.add_task(name, task)
+
+    def _podgroup(self, pg: dict, deleted: bool) -> None:
+        namespace, name = _key(pg)
+        job_id = f"{namespace}/{name}"
+        if deleted:
+            entry = self.jobs.get(job_id)
+            if entry is not None:
+                entry.podgroup = None
+                if not entry.tasks:
+                    del self.jobs[job_id]
+            return
+        self.jobs.setdefault(job_id, JobEntry()).podgroup = pg
+
+    def _queue(self, queue: dict, deleted: bool) -> None:
+        name = queue["metadata"]["name"]
+        if deleted:
+            self.queues.pop(name, None)
+            return
+        spec = queue.get("spec") or {}
+        status = queue.get("status") or {}
+        meta = queue["metadata"]
+
+        def resources(field_name: str) -> Resource | None:
+            value = spec.get(field_name)
+            if field_name == "guarantee":
+                value = (value or {}).get("resource")
+            return Resource.from_list(value, f"spec.{field_name}") if value else None
+
+        self.queues[name] = QueueInfo(
+            name=name,
+            uid=meta.get("uid") or name,
+            weight=int(spec.get("weight") or 1),
+            priority=int(spec.get("priority") or 0),
+            reclaimable=parse_bool(spec.get("reclaimable"), True),
+            state=status.get("state") or "Open",
+            parent=spec.get("parent") or ("" if name == k.ROOT_QUEUE else k.ROOT_QUEUE),
+            creation=meta.get("creationTimestamp") or "",
+            queue=queue,
+            capability=resources("capability"),
+            deserved=resources("deserved"),
+            guarantee=resources("guarantee"),
+        )
+
+    def _priority_class(self, pc: dict, deleted: bool) -> None:
+        name = pc["metadata"]["name"]
+        self.priority_classes.pop(name, None)
+        self._global_defaults.pop(name, None)
+        if deleted:
+            return
+        value = int(pc.get("value") or 0)
+        self.priority_classes[name] = value
+        if pc.get("globalDefault"):
+            self._global_defaults[name] = value
+
+    @property
+    def default_priority(self) -> int:
+        """A globalDefault PriorityClass gives its value to groups that name no class."""
+        return max(self._global_defaults.values(), default=0)
+
+    # -- snapshot -------------------------------------------------------------------------------
+
+    def job_info(self, job_id: str, entry: JobEntry) -> JobInfo | None:
+        """A fresh JobInfo for a PodGroup, or None when it has none yet."""
+        pg = entry.podgroup
+        if pg is None:
+            return None
+        spec = pg.get("spec") or {}
+        meta = pg["metadata"]
+        class_name = spec.get("priorityClassName") or ""
+        min_resources = spec.get("minResources")
+        job = JobInfo(
+            uid=job_id,
+            name=meta["name"],
+            namespace=meta.get("namespace", "default"),
+            queue=spec.get("queue") or k.DEFAULT_QUEUE,
+            priority=self.priority_classes.get(class_name, self.default_priority),
+            min_available=int(spec.get("minMember") or 0),
+            podgroup=pg,
+            creation=meta.get("creationTimestamp") or "",
+            min_task_member={r: int(n) for r, n in (spec.get("minTaskMember") or {}).items()},
+            min_resources=(
+                Resource.from_list(min_resources, "spec.minResources")
+                if min_resources is not None
+                else None
+            ),
+            preemptable=parse_bool(
+                ((meta.get("annotations") or {}).get(k.PREEMPTABLE_KEY))
+                or ((meta.get("labels") or {}).get(k.PREEMPTABLE_KEY)),
+                False,
+            ),
+        )
+        for task in entry.tasks.values():
+            job.add_task(task.clone())
+        return job
+
+    def snapshot(self) -> Snapshot:
+        jobs: dict[str, JobInfo] = {}
+        for job_id, entry in self.jobs.items():
+            job = self.job_info(job_id, entry)
+            if job is not None and job.queue in self.queues:
+                jobs[job_id] = job
+        nodes = self.nodes.copy()
+        # Session tasks are clones: point the node maps at them so state stays in one place.
+        for job in jobs.values():
+            for task in job.tasks.values():
+                if task.node_name and task.node_name in nodes.position:
+                    node = nodes.nodes[nodes.position[task.node_name]]
+                    if task.uid in node.tasks:
+                        node.tasks[task.uid] = task
+        quotas: dict[str, list[dict]] = {}
+        for (namespace, _), quota in self.resource_quotas.items():
+            quotas.setdefault(namespace, []).append(quota)
+        return Snapshot(
+            jobs=jobs,
+            queues=dict(self.queues),
+            nodes=nodes,
+            priority_classes=dict(self.priority_classes),
+            resource_quotas=quotas,
+            pdbs=list(self.pdbs.values()),
+            hypernodes=dict(self.hypernodes),
+        )

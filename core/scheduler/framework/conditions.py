@@ -1,0 +1,113 @@
+"""PodGroup status as the scheduler computes it at session close (reference §1.3)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from stromboli.core.api.constants import PODGROUP_NOT_READY_DETAIL, PodGroupConditionType
+from stromboli.core.scheduler.api.job import JobInfo
+from stromboli.core.scheduler.api.status import (
+    COMPLETED_STATUS,
+    READY_STATUS,
+    SCHEDULED_STATUS,
+    TaskStatus,
+)
+
+
+@dataclass(slots=True)
+class PodGroupConditionUpdate:
+    type: str
+    reason: str
+    message: str
+    status: str = "True"
+
+
+def schedulable_task_num(job: JobInfo) -> int:
+    """Tasks placed or about to be: ready ones plus pipelined ones."""
+    return job.count(READY_STATUS | TaskStatus.PIPELINED)
+
+
+def _histogram(counts: Counter[str]) -> str:
+    return ", ".join(sorted(f"{n} {reason}" for reason, n in counts.items() if n))
+
+
+def task_scheduling_reason(job: JobInfo, task_uid: str) -> str:
+    """Why one pending task is pending: a fit error was recorded or it was not tried."""
+    return "Unschedulable" if task_uid in job.fit_errors else "Undetermined"
+
+
+def job_fit_error(job: JobInfo) -> str:
+    """Volcano's summary of a job that is not ready, e.g.
+    ``pod group is not ready, 3 Pending, 3 minAvailable; Pending: 3 Unschedulable``."""
+    counts: Counter[str] = Counter()
+    for status, bucket in job.by_status.items():
+        if bucket:
+            counts[status.label] += len(bucket)
+    counts["minAvailable"] = job.min_available
+    message = f"{PODGROUP_NOT_READY_DETAIL}, {_histogram(counts)}"
+    pending = job.by_status.get(TaskStatus.PENDING) or {}
+    if pending:
+        reasons = Counter(task_scheduling_reason(job, uid) for uid in pending)
+        message += f"; Pending: {_histogram(reasons)}"
+    return message
+
+
+def podgroup_phase(job: JobInfo, unschedulable_this_session: bool) -> str:
+    """The phase a PodGroup should have after this session."""
+    if job.count(TaskStatus.RUNNING) and unschedulable_this_session:
+        return "Unknown"
+    scheduled = job.count(SCHEDULED_STATUS) + sum(
+        1 for t in (job.by_status.get(TaskStatus.RELEASING) or {}).values() if t.node_name
+    )
+    if scheduled >= job.min_available:
+        finished = job.count(COMPLETED_STATUS)
+        return "Completed" if finished == scheduled else "Running"
+    current = job.phase
+    return current if current == "Inqueue" else "Pending"
+
+
+def merge_condition(
+    conditions: list[dict], update: PodGroupConditionUpdate, transition_id: str, now: str
+) -> list[dict]:
+    """Replace the condition of the same type; a new status moves its transition time."""
+    merged: list[dict] = []
+    replaced = False
+    for existing in conditions:
+        if existing.get("type") != update.type:
+            merged.append(existing)
+            continue
+        replaced = True
+        same = (
+            existing.get("status") == update.status
+            and existing.get("reason") == update.reason
+            and existing.get("message", "") == update.message
+        )
+        merged.append(
+            existing
+            if same
+            else {
+                "type": update.type,
+                "status": update.status,
+                "transitionID": transition_id,
+                "lastTransitionTime": now,
+                "reason": update.reason,
+                "message": update.message,
+            }
+        )
+    if not replaced:
+        merged.append(
+            {
+                "type": update.type,
+                "status": update.status,
+                "transitionID": transition_id,
+                "lastTransitionTime": now,
+                "reason": update.reason,
+                "message": update.message,
+            }
+        )
+    return merged
+
+
+def is_unschedulable(update: PodGroupConditionUpdate | None) -> bool:
+    return update is not None and update.type == PodGroupConditionType.UNSCHEDULABLE

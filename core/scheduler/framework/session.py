@@ -1,0 +1,300 @@
+"""One scheduling cycle: plugins' callbacks, their combination rules, and session state.
+
+The combination rules are Volcano's (reference §3.3): order functions take the first non-zero
+verdict across tiers; predicates must all pass; scores add up; ``jobPipelined`` and
+``jobEnqueueable`` vote Permit/Abstain/Reject; ``jobStarving`` is decided by the first tier
+that has an opinion. The session itself does no I/O: what it decides (bindings, evictions,
+status changes, events) is collected and written by the caller.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
+from stromboli.core.scheduler.api.node import NodeTable
+from stromboli.core.scheduler.api.queue import QueueInfo
+from stromboli.core.scheduler.api.resource import Resource
+from stromboli.core.scheduler.api.status import TaskStatus
+from stromboli.core.scheduler.conf import PluginOption, SchedulerConfig
+from stromboli.core.scheduler.framework.conditions import PodGroupConditionUpdate
+from stromboli.core.scheduler.framework.filters import Filter, FitErrors
+from stromboli.core.scheduler.framework.outcome import SessionOutcome
+from stromboli.core.scheduler.framework.plugin import PLUGINS, Plugin
+from stromboli.core.scheduler.framework.snapshot import Snapshot
+from stromboli.core.scheduler.framework.statement import Statement
+
+PERMIT = 1
+ABSTAIN = 0
+REJECT = -1
+
+
+@dataclass(slots=True)
+class EventHandler:
+    """Called when a task is allocated (or pipelined) and when that is undone."""
+
+    allocate: Callable[[TaskInfo], None] | None = None
+    deallocate: Callable[[TaskInfo], None] | None = None
+
+
+class Session:
+    """State and callbacks of one cycle."""
+
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        config: SchedulerConfig,
+        now: datetime,
+        uid: str | None = None,
+    ) -> None:
+        self.uid = uid or str(uuid.uuid4())
+        self.now = now
+        self.config = config
+        self.jobs: dict[str, JobInfo] = snapshot.jobs
+        self.queues: dict[str, QueueInfo] = snapshot.queues
+        self.nodes: NodeTable = snapshot.nodes
+        self.snapshot = snapshot
+        self.priority_classes = snapshot.priority_classes
+        self.total_resource: Resource = self.nodes.total_allocatable()
+        self.tiers: list[list[PluginOption]] = config.tiers
+        self.plugins: dict[str, Plugin] = {}
+        self._callbacks: dict[str, dict[str, Callable[..., Any]]] = {}
+        self._chains: dict[str, list[list[Callable[..., Any]]]] = {}
+        self.event_handlers: list[EventHandler] = []
+        self.outcome = SessionOutcome()
+        #: Plugin timings of this session in seconds, by (plugin, "OnSessionOpen"/"OnSessionClose").
+        self.plugin_seconds: dict[tuple[str, str], float] = {}
+        #: Per-job messages for the PodGroup ``Unschedulable`` event, by job uid.
+        self.unschedulable_events: dict[str, str] = {}
+        #: Job-level events emitted by plugins: (job uid, type, reason, message).
+        self.job_events: list[tuple[str, str, str, str]] = []
+        #: Jobs whose PodGroup this session promoted to Inqueue.
+        self.enqueued: set[str] = set()
+        #: Condition each job's PodGroup should carry after this session (set by gang).
+        self.podgroup_conditions: dict[str, PodGroupConditionUpdate] = {}
+        #: Per-queue figures plugins publish for status, metrics and reports.
+        self.queue_figures: dict[str, dict[str, Resource | float]] = {}
+
+    # -- plugin lifecycle -------------------------------------------------------------------
+
+    def open(self) -> None:
+        for tier in self.tiers:
+            for option in tier:
+                plugin = PLUGINS[option.name](option.arguments)
+                plugin.option = option  # type: ignore[attr-defined]
+                self.plugins[option.name] = plugin
+                started = time.perf_counter()
+                plugin.on_session_open(self)
+                self.plugin_seconds[(option.name, "OnSessionOpen")] = time.perf_counter() - started
+        self._chains.clear()
+
+    def close(self) -> None:
+        for name, plugin in self.plugins.items():
+            started = time.perf_counter()
+            plugin.on_session_close(self)
+            self.plugin_seconds[(name, "OnSessionClose")] = time.perf_counter() - started
+
+    # -- registration -------------------------------------------------------------------------
+
+    def register(self, point: str, plugin: str, fn: Callable[..., Any]) -> None:
+        """Register ``fn`` as ``plugin``'s callback on extension ``point``."""
+        self._callbacks.setdefault(point, {})[plugin] = fn
+        self._chains.pop(point, None)
+
+    def add_event_handler(self, handler: EventHandler) -> None:
+        self.event_handlers.append(handler)
+
+    def chain(self, point: str) -> list[list[Callable[..., Any]]]:
+        """Enabled callbacks of ``point``, grouped by tier, in configuration order."""
+        cached = self._chains.get(point)
+        if cached is not None:
+            return cached
+        registered = self._callbacks.get(point, {})
+        tiers = []
+        for tier in self.tiers:
+            fns = [registered[o.name] for o in tier if o.name in registered and o.enabled(point)]
+            tiers.append(fns)
+        self._chains[point] = tiers
+        return tiers
+
+    def _flat(self, point: str) -> Iterable[Callable[..., Any]]:
+        for tier in self.chain(point):
+            yield from tier
+
+    # -- ordering -------------------------------------------------------------------------------
+
+    def _compare(self, point: str, left: Any, right: Any) -> int:
+        for fn in self._flat(point):
+            verdict = fn(left, right)
+            if verdict:
+                return verdict
+        return 0
+
+    def job_compare(self, left: JobInfo, right: JobInfo) -> int:
+        verdict = self._compare("job_order", left, right)
+        if verdict:
+            return verdict
+        return _fallback(left.creation, right.creation, left.uid, right.uid)
+
+    def queue_compare(self, left: QueueInfo, right: QueueInfo) -> int:
+        verdict = self._compare("queue_order", left, right)
+        if verdict:
+            return verdict
+        return _fallback(left.creation, right.creation, left.uid, right.uid)
+
+    def task_compare(self, left: TaskInfo, right: TaskInfo) -> int:
+        verdict = self._compare("task_order", left, right)
+        if verdict:
+            return verdict
+        if left.index != right.index:
+            return -1 if left.index < right.index else 1
+        return _fallback(left.creation, right.creation, left.uid, right.uid)
+
+    def job_less(self, left: JobInfo, right: JobInfo) -> bool:
+        return self.job_compare(left, right) < 0
+
+    def queue_less(self, left: QueueInfo, right: QueueInfo) -> bool:
+        return self.queue_compare(left, right) < 0
+
+    def task_less(self, left: TaskInfo, right: TaskInfo) -> bool:
+        return self.task_compare(left, right) < 0
+
+    def sorted_tasks(self, tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
+        return sorted(tasks, key=functools.cmp_to_key(self.task_compare))
+
+    # -- job verdicts ---------------------------------------------------------------------------
+
+    def job_valid(self, job: JobInfo) -> tuple[str, str] | None:
+        """The first plugin objection (reason, message), or None when the job is valid."""
+        for fn in self._flat("job_valid"):
+            result = fn(job)
+            if result is not None:
+                return result
+        return None
+
+    def _all(self, point: str, *args: Any) -> bool:
+        return all(fn(*args) for fn in self._flat(point))
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return self._all("job_ready", job)
+
+    def _vote(self, point: str, *args: Any) -> bool:
+        for tier in self.chain(point):
+            permitted = False
+            for fn in tier:
+                vote = fn(*args)
+                if vote < 0:
+                    return False
+                if vote > 0:
+                    permitted = True
+            if permitted:
+                return True
+        return True
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        return self._vote("job_pipelined", job)
+
+    def job_enqueueable(self, job: JobInfo) -> bool:
+        return self._vote("job_enqueueable", job)
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        for fn in self._flat("job_enqueued"):
+            fn(job)
+
+    def job_starving(self, job: JobInfo) -> bool:
+        for tier in self.chain("job_starving"):
+            if tier:
+                return all(fn(job) for fn in tier)
+        return False
+
+    # -- queue verdicts -------------------------------------------------------------------------
+
+    def overused(self, queue: QueueInfo) -> bool:
+        return any(fn(queue) for fn in self._flat("overused"))
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return self._all("allocatable", queue, task)
+
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return self._all("preemptive", queue, task)
+
+    # -- nodes ------------------------------------------------------------------------------------
+
+    def pre_predicate(self, task: TaskInfo) -> str | None:
+        """First objection of a pre-predicate, or None."""
+        for fn in self._flat("pre_predicate"):
+            error = fn(task)
+            if error:
+                return error
+        return None
+
+    def predicate(self, task: TaskInfo) -> Filter:
+        """All plugin predicates for ``task`` over every node, combined."""
+        combined = Filter.all_pass(len(self.nodes))
+        for fn in self._flat("predicate"):
+            result: Filter = fn(task)
+            for mask, reason, unresolvable in result.reasons:
+                combined.fail(mask & combined.passed, reason, unresolvable)
+        return combined
+
+    def node_scores(self, task: TaskInfo, positions: np.ndarray) -> np.ndarray:
+        """Summed node-order and batch-node-order scores for the candidate ``positions``."""
+        total = np.zeros(positions.shape[0])
+        for fn in self._flat("node_order"):
+            total += fn(task, positions)
+        for fn in self._flat("batch_node_order"):
+            total += fn(task, positions)
+        return total
+
+    def has_scorers(self) -> bool:
+        return any(self.chain("node_order")) or any(self.chain("batch_node_order"))
+
+    # -- state changes outside statements ---------------------------------------------------------
+
+    def fire_allocate(self, task: TaskInfo) -> None:
+        for handler in self.event_handlers:
+            if handler.allocate:
+                handler.allocate(task)
+
+    def fire_deallocate(self, task: TaskInfo) -> None:
+        for handler in self.event_handlers:
+            if handler.deallocate:
+                handler.deallocate(task)
+
+    def allocate(self, task: TaskInfo, node_name: str) -> None:
+        """Allocate outside a statement (backfill); dispatches the job once it is ready."""
+        job = self.jobs[task.job_id]
+        job.update_status(task, TaskStatus.ALLOCATED)
+        task.node_name = node_name
+        self.nodes.add_task(node_name, task)
+        self.fire_allocate(task)
+        if self.job_ready(job):
+            for allocated in job.tasks_with(TaskStatus.ALLOCATED):
+                self.dispatch(allocated)
+
+    def dispatch(self, task: TaskInfo) -> None:
+        """Hand an allocated task to the binder."""
+        self.jobs[task.job_id].update_status(task, TaskStatus.BINDING)
+        self.outcome.binds.append((task, task.node_name))
+
+    def record_fit_error(self, job: JobInfo, task: TaskInfo, errors: FitErrors | str) -> None:
+        job.fit_errors[task.uid] = errors if isinstance(errors, str) else errors.message()
+
+    def statement(self) -> Statement:
+        return Statement(self)
+
+
+def _fallback(left_time: str, right_time: str, left_uid: str, right_uid: str) -> int:
+    if left_time != right_time:
+        return -1 if left_time < right_time else 1
+    if left_uid != right_uid:
+        return -1 if left_uid < right_uid else 1
+    return 0

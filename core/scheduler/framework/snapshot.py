@@ -1,0 +1,24 @@
+"""What a session starts from: a consistent copy of the cache for one cycle."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from stromboli.core.scheduler.api.job import JobInfo
+from stromboli.core.scheduler.api.node import NodeTable
+from stromboli.core.scheduler.api.queue import QueueInfo
+
+
+@dataclass(slots=True)
+class Snapshot:
+    jobs: dict[str, JobInfo]
+    queues: dict[str, QueueInfo]
+    nodes: NodeTable
+    #: PriorityClass name → value.
+    priority_classes: dict[str, int] = field(default_factory=dict)
+    #: Namespace name → its ResourceQuota objects.
+    resource_quotas: dict[str, list[dict]] = field(default_factory=dict)
+    #: PodDisruptionBudgets (raw objects).
+    pdbs: list[dict] = field(default_factory=list)
+    #: HyperNodes (raw objects).
+    hypernodes: dict[str, dict] = field(default_factory=dict)

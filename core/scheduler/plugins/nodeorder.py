@@ -1,0 +1,202 @@
+"""The ``nodeorder`` plugin: kube-scheduler's score plugins, each times a Volcano weight.
+
+As in Volcano, the scores that stand alone per node (least/most requested, balanced
+allocation, node affinity, image locality) are registered on ``node_order``, and the ones kube
+normalises across the candidate nodes (inter-pod affinity, taint toleration, topology spread)
+on ``batch_node_order``. Every score is on kube's 0..100 scale with kube's integer truncation,
+except node affinity, which Volcano adds unnormalised (the sum of matching preferred weights).
+All of it is computed for the candidate positions at once; what depends only on the pod shape
+is cached per shape for the session.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from stromboli.core.scheduler.api.job import TaskInfo
+from stromboli.core.scheduler.framework.plugin import Plugin, register_plugin
+from stromboli.core.scheduler.framework.session import Session
+from stromboli.core.scheduler.plugins.predicates import nodeaffinity, podaffinity, spread, taints
+from stromboli.core.scheduler.plugins.predicates.podspec import spec_of
+from stromboli.core.scheduler.plugins.predicates.state import SessionState
+
+MAX_NODE_SCORE = 100.0
+#: kube-scheduler's request assumed for a pod that requests no cpu / no memory when scoring.
+DEFAULT_MILLI_CPU = 100.0
+DEFAULT_MEMORY = 200.0 * 1024 * 1024
+_MB = 1024.0 * 1024.0
+#: kube's ImageLocality thresholds: below 23 MB nothing counts, 1000 MB per container is full.
+IMAGE_MIN = 23 * _MB
+IMAGE_MAX_PER_CONTAINER = 1000 * _MB
+
+LEAST_REQUESTED = "leastrequested.weight"
+MOST_REQUESTED = "mostrequested.weight"
+NODE_AFFINITY = "nodeaffinity.weight"
+POD_AFFINITY = "podaffinity.weight"
+BALANCED_RESOURCE = "balancedresource.weight"
+TAINT_TOLERATION = "tainttoleration.weight"
+IMAGE_LOCALITY = "imagelocality.weight"
+POD_TOPOLOGY_SPREAD = "podtopologyspread.weight"
+#: Volcano's argument keys and default weights.
+WEIGHTS: dict[str, int] = {
+    LEAST_REQUESTED: 1,
+    MOST_REQUESTED: 0,
+    NODE_AFFINITY: 2,
+    POD_AFFINITY: 2,
+    BALANCED_RESOURCE: 1,
+    TAINT_TOLERATION: 3,
+    IMAGE_LOCALITY: 1,
+    POD_TOPOLOGY_SPREAD: 2,
+}
+PER_NODE = (LEAST_REQUESTED, MOST_REQUESTED, BALANCED_RESOURCE, NODE_AFFINITY, IMAGE_LOCALITY)
+NORMALISED = (POD_AFFINITY, TAINT_TOLERATION, POD_TOPOLOGY_SPREAD)
+
+
+def least_requested(requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """Mean over resources of floor(100 × free / capacity); a resource that overflows
+    scores 0 and one the node lacks is left out."""
+    has = capacity > 0
+    safe = np.where(has, capacity, 1.0)
+    per = np.where(has & (requested <= capacity), np.floor((safe - requested) * 100.0 / safe), 0)
+    counted = has.sum(axis=1)
+    return np.floor(per.sum(axis=1) / np.maximum(counted, 1))
+
+
+def most_requested(requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """Mean over resources of floor(100 × min(requested, capacity) / capacity)."""
+    has = capacity > 0
+    safe = np.where(has, capacity, 1.0)
+    per = np.where(has, np.floor(np.minimum(requested, safe) * 100.0 / safe), 0)
+    counted = has.sum(axis=1)
+    return np.floor(per.sum(axis=1) / np.maximum(counted, 1))
+
+
+def balanced_allocation(requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """floor(100 × (1 − standard deviation of the used fractions)), fractions capped at 1."""
+    has = capacity > 0
+    fractions = np.where(has, np.minimum(requested / np.where(has, capacity, 1.0), 1.0), 0.0)
+    counted = has.sum(axis=1)
+    mean = fractions.sum(axis=1) / np.maximum(counted, 1)
+    variance = np.where(has, (fractions - mean[:, None]) ** 2, 0.0).sum(axis=1)
+    std = np.sqrt(variance / np.maximum(counted, 1))
+    return np.floor((1.0 - std) * MAX_NODE_SCORE)
+
+
+def normalized_image(name: str) -> str:
+    """kube compares images with an implicit ``:latest`` tag."""
+    if name.rfind(":") <= name.rfind("/"):
+        return f"{name}:latest"
+    return name
+
+
+def pod_images(pod: dict) -> tuple[str, ...]:
+    spec = pod.get("spec") or {}
+    containers = [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]
+    return tuple(normalized_image(c["image"]) for c in containers if c.get("image"))
+
+
+@register_plugin
+class NodeOrderPlugin(Plugin):
+    name = "nodeorder"
+    known_arguments: ClassVar[dict[str, object]] = dict(WEIGHTS)
+
+    def on_session_open(self, ssn: Session) -> None:
+        weight = {key: self.arguments.get_int(key, default) for key, default in WEIGHTS.items()}
+        self.weight = weight
+        self.state = SessionState.of(ssn)
+        self.table = ssn.nodes
+        self._images: dict[tuple[str, ...], np.ndarray] = {}
+        if any(weight[k] for k in PER_NODE):
+            ssn.register("node_order", self.name, self.node_order)
+        if any(weight[k] for k in NORMALISED):
+            ssn.register("batch_node_order", self.name, self.batch_node_order)
+
+    # -- per-node scores ---------------------------------------------------------------------------
+
+    def node_order(self, task: TaskInfo, positions: np.ndarray) -> np.ndarray:
+        weight = self.weight
+        table = self.table
+        total = np.zeros(positions.shape[0])
+        if not positions.size:
+            return total
+        request = table.task_vector(task)[:2]
+        capacity = table.allocatable[positions, :2]
+        on_node = table.used[positions, :2] + table.pipelined[positions, :2]
+        if weight[LEAST_REQUESTED] or weight[MOST_REQUESTED]:
+            nonzero = np.array(
+                [request[0] or DEFAULT_MILLI_CPU, request[1] or DEFAULT_MEMORY], dtype=float
+            )
+            requested = on_node + nonzero
+            if weight[LEAST_REQUESTED]:
+                total += weight[LEAST_REQUESTED] * least_requested(requested, capacity)
+            if weight[MOST_REQUESTED]:
+                total += weight[MOST_REQUESTED] * most_requested(requested, capacity)
+        if weight[BALANCED_RESOURCE]:
+            total += weight[BALANCED_RESOURCE] * balanced_allocation(on_node + request, capacity)
+        if weight[NODE_AFFINITY]:
+            spec = spec_of(task)
+            if spec.preferred_terms:
+                masks = self.state.static(task, spec)
+                if masks.preferred is None:
+                    masks.preferred = nodeaffinity.preferred_scores(self.state.nodes, spec)
+                total += weight[NODE_AFFINITY] * masks.preferred[positions]
+        if weight[IMAGE_LOCALITY]:
+            total += weight[IMAGE_LOCALITY] * self._image_scores(task)[positions]
+        return total
+
+    def _image_scores(self, task: TaskInfo) -> np.ndarray:
+        images = pod_images(task.pod)
+        scores = self._images.get(images)
+        if scores is None:
+            index = self.state.nodes
+            sums = np.zeros(index.size)
+            known = index.images if images else {}
+            for name in images:
+                state = known.get(name)
+                if state is not None:
+                    sums[state.positions] += np.floor(
+                        state.size * state.positions.size / max(index.size, 1)
+                    )
+            if images:
+                high = IMAGE_MAX_PER_CONTAINER * len(images)
+                clipped = np.clip(sums, IMAGE_MIN, high)
+                scores = np.floor(MAX_NODE_SCORE * (clipped - IMAGE_MIN) / (high - IMAGE_MIN))
+            else:
+                scores = sums
+            self._images[images] = scores
+        return scores
+
+    # -- normalised scores -----------------------------------------------------------------------
+
+    def batch_node_order(self, task: TaskInfo, positions: np.ndarray) -> np.ndarray:
+        weight = self.weight
+        total = np.zeros(positions.shape[0])
+        if not positions.size:
+            return total
+        state = self.state
+        spec = spec_of(task)
+        if weight[TAINT_TOLERATION]:
+            masks = state.static(task, spec)
+            if masks.soft_taints is None:
+                masks.soft_taints = taints.intolerable_soft_counts(state.nodes, spec)
+            counts = masks.soft_taints[positions]
+            high = counts.max()
+            if high > 0:
+                scores = MAX_NODE_SCORE - np.floor(counts * MAX_NODE_SCORE / high)
+            else:
+                scores = np.full(positions.shape[0], MAX_NODE_SCORE)
+            total += weight[TAINT_TOLERATION] * scores
+        if weight[POD_AFFINITY] and (
+            spec.affinity_preferred or spec.anti_preferred or state.pods.scoring_shapes
+        ):
+            raw = podaffinity.raw_scores(state.nodes, state.pods, task.shape, spec, positions)
+            if raw is not None:
+                total += weight[POD_AFFINITY] * podaffinity.normalise(raw)
+        if weight[POD_TOPOLOGY_SPREAD] and spec.spread_soft:
+            masks = state.static(task, spec)
+            total += weight[POD_TOPOLOGY_SPREAD] * spread.scores(
+                state.nodes, state.pods, spec, positions, masks.affinity_ok, masks.taints_ok
+            )
+        return total

@@ -1,0 +1,57 @@
+"""overcommit: admit PodGroups while the cluster, inflated by a factor, has room.
+
+``idle = total × overcommit-factor − used``; a PodGroup is admitted (enqueued) when its
+``minResources`` plus what already-admitted groups still need fit in that idle amount.
+"""
+
+from __future__ import annotations
+
+from stromboli.core.scheduler.api.job import JobInfo
+from stromboli.core.scheduler.api.resource import EPSILON, PODS, Resource
+from stromboli.core.scheduler.framework.plugin import Plugin, register_plugin
+from stromboli.core.scheduler.framework.session import PERMIT, REJECT, Session
+
+DEFAULT_FACTOR = 1.2
+OVERUSED_MESSAGE = "resource in cluster is overused"
+
+
+@register_plugin
+class OvercommitPlugin(Plugin):
+    name = "overcommit"
+    known_arguments = {"overcommit-factor": DEFAULT_FACTOR}
+
+    def on_session_open(self, ssn: Session) -> None:
+        factor = self.arguments.get_float("overcommit-factor", DEFAULT_FACTOR)
+        if factor < 1.0:
+            factor = DEFAULT_FACTOR
+        used = ssn.nodes.index.resource(ssn.nodes.used.sum(axis=0))
+        idle = ssn.total_resource.clone().multi(factor).sub(used)
+        inqueue = Resource()
+        for job in ssn.jobs.values():
+            if job.min_resources is None:
+                continue
+            if job.phase == "Inqueue":
+                inqueue.add(job.min_resources)
+            elif job.phase == "Running":
+                inqueue.add(job.min_resources - job.allocated)
+
+        def job_enqueueable(job: JobInfo) -> int:
+            if job.min_resources is None:
+                return PERMIT
+            wanted = inqueue + job.min_resources
+            fits = all(
+                wanted.get(name) <= idle.get(name) + EPSILON
+                for name, v in job.min_resources.amounts.items()
+                if v > EPSILON and name != PODS
+            )
+            if fits:
+                return PERMIT
+            ssn.job_events.append((job.uid, "Warning", "Unschedulable", OVERUSED_MESSAGE))
+            return REJECT
+
+        def job_enqueued(job: JobInfo) -> None:
+            if job.min_resources is not None:
+                inqueue.add(job.min_resources)
+
+        ssn.register("job_enqueueable", self.name, job_enqueueable)
+        ssn.register("job_enqueued", self.name, job_enqueued)

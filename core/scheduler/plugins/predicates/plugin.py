@@ -1,0 +1,111 @@
+"""The ``predicates`` plugin: kube-scheduler's node filters, as Volcano wraps them.
+
+Order per node (the first failing filter names the reason, as in Volcano): pod count,
+unschedulable, node affinity/selector, taints, host ports, inter-pod affinity, topology spread.
+The static part (unschedulable, node affinity, taints) depends only on the pod shape, so its
+``Filter`` is built once per shape per session and returned as is while nothing dynamic
+applies; dynamic filters run only when the pod asks for ports, pod (anti-)affinity or
+spreading, when a placed pod has required anti-affinity, or when some node is full of pods.
+Volume and DRA filters have no meaning without volume objects in the snapshot; their switches
+are accepted and ignored.
+"""
+
+from __future__ import annotations
+
+from stromboli.core.scheduler.api.job import TaskInfo
+from stromboli.core.scheduler.framework.filters import Filter
+from stromboli.core.scheduler.framework.plugin import Plugin, register_plugin
+from stromboli.core.scheduler.framework.session import Session
+from stromboli.core.scheduler.plugins.predicates import (
+    nodeaffinity,
+    podaffinity,
+    podcount,
+    ports,
+    spread,
+    unschedulable,
+)
+from stromboli.core.scheduler.plugins.predicates.podspec import PodSpecInfo, spec_of
+from stromboli.core.scheduler.plugins.predicates.state import SessionState, StaticMasks
+
+
+@register_plugin
+class PredicatesPlugin(Plugin):
+    name = "predicates"
+    known_arguments = {  # noqa: RUF012 - the base class declares it a ClassVar
+        "predicate.NodeAffinityEnable": True,
+        "predicate.NodePortsEnable": True,
+        "predicate.TaintTolerationEnable": True,
+        "predicate.PodAffinityEnable": True,
+        "predicate.NodeVolumeLimitsEnable": True,
+        "predicate.VolumeZoneEnable": True,
+        "predicate.PodTopologySpreadEnable": True,
+        "predicate.VolumeBindingEnable": True,
+        "predicate.CacheEnable": False,
+        "predicate.DynamicResourceAllocationEnable": False,
+        "volumebinding.weight": 1,
+        "volumebinding.shape": "",
+        "volumebinding.bindTimeoutSeconds": 600,
+        "dynamicresources.filterTimeoutSeconds": 10,
+    }
+
+    def on_session_open(self, ssn: Session) -> None:
+        args = self.arguments
+        self.node_affinity = args.get_bool("predicate.NodeAffinityEnable", True)
+        self.node_ports = args.get_bool("predicate.NodePortsEnable", True)
+        self.taint_toleration = args.get_bool("predicate.TaintTolerationEnable", True)
+        self.pod_affinity = args.get_bool("predicate.PodAffinityEnable", True)
+        self.topology_spread = args.get_bool("predicate.PodTopologySpreadEnable", True)
+        self.state = SessionState.of(ssn)
+        self._filters: dict[str, Filter] = {}
+        ssn.register("pre_predicate", self.name, self.pre_predicate)
+        ssn.register("predicate", self.name, self.predicate)
+
+    def pre_predicate(self, task: TaskInfo) -> str | None:
+        """Reject pods whose affinity or spread terms cannot be read."""
+        errors = spec_of(task).errors
+        return f"invalid pod spec: {'; '.join(errors)}" if errors else None
+
+    def predicate(self, task: TaskInfo) -> Filter:
+        spec = spec_of(task)
+        static = self._filters.get(task.shape)
+        if static is None:
+            static = self._filters[task.shape] = self._static_filter(task, spec)
+        if not self._dynamic(spec):
+            return static
+        state = self.state
+        result = Filter.all_pass(state.nodes.size)
+        if state.room.full:
+            result.fail(state.room.full_mask(), podcount.REASON)
+        for mask, reason, unresolvable in static.reasons:
+            result.fail(mask & result.passed, reason, unresolvable)
+        if self.node_ports and spec.ports:
+            result.fail(state.ports.conflicts(spec.ports) & result.passed, ports.REASON)
+        if self.pod_affinity:
+            podaffinity.apply_filter(result, state.nodes, state.pods, task.shape, spec)
+        if self.topology_spread and spec.spread_hard:
+            masks = state.static(task, spec)
+            spread.apply_filter(
+                result, state.nodes, state.pods, spec, masks.affinity_ok, masks.taints_ok
+            )
+        return result
+
+    def _dynamic(self, spec: PodSpecInfo) -> bool:
+        """Whether anything beyond the shape's static filter can fail a node right now."""
+        state = self.state
+        return (
+            bool(self.node_ports and spec.ports)
+            or bool(self.topology_spread and spec.spread_hard)
+            or bool(self.pod_affinity and (spec.has_pod_affinity or state.pods.anti_shapes))
+            or state.room.full > 0
+        )
+
+    def _static_filter(self, task: TaskInfo, spec: PodSpecInfo) -> Filter:
+        masks: StaticMasks = self.state.static(task, spec)
+        result = Filter.all_pass(self.state.nodes.size)
+        result.fail(masks.unschedulable, unschedulable.REASON, unresolvable=True)
+        if self.node_affinity:
+            result.fail(~masks.affinity_ok & result.passed, nodeaffinity.REASON, unresolvable=True)
+        if self.taint_toleration:
+            for mask, reason in masks.taint_failures:
+                result.fail(mask & result.passed, reason, unresolvable=True)
+        return result

@@ -1,0 +1,189 @@
+"""Writes a session's decisions to the cluster store: bindings, evictions, PodGroup and Queue
+status, pod conditions and events.
+
+PodGroups have no status subresource (as in Volcano), so they are updated whole, retrying on
+conflict against the latest version. Everything is skipped when unchanged (the session already
+compared), and a failure on one object never stops the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from stromboli.core.api import constants as k
+from stromboli.core.clock import Clock, format_time
+from stromboli.core.cluster.errors import ApiError, ConflictError, NotFoundError
+from stromboli.core.cluster.store import ClusterStore
+from stromboli.core.events import EventRecorder
+from stromboli.core.scheduler.api.job import TaskInfo
+from stromboli.core.scheduler.framework.outcome import Eviction
+from stromboli.core.scheduler.status import PodCondition, StatusChanges
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+CONFLICT_RETRIES = 5
+
+
+@dataclass(slots=True)
+class WriteReport:
+    bound: list[TaskInfo] = field(default_factory=list)
+    bind_failures: list[tuple[TaskInfo, str]] = field(default_factory=list)
+    evicted: list[TaskInfo] = field(default_factory=list)
+
+
+async def bounded(items: Iterable[T], work: Callable[[T], Awaitable[None]], limit: int) -> None:
+    """Run ``work`` on every item with at most ``limit`` in flight."""
+    gate = asyncio.Semaphore(limit)
+
+    async def one(item: T) -> None:
+        async with gate:
+            await work(item)
+
+    await asyncio.gather(*(one(item) for item in items))
+
+
+def pod_ref(task: TaskInfo) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": task.name,
+        "namespace": task.namespace,
+        "uid": task.uid,
+    }
+
+
+class StatusWriter:
+    def __init__(
+        self, store: ClusterStore, clock: Clock, recorder: EventRecorder, concurrency: int = 16
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.recorder = recorder
+        self.concurrency = concurrency
+
+    async def bind(self, binds: list[tuple[TaskInfo, str]], report: WriteReport) -> None:
+        async def one(item: tuple[TaskInfo, str]) -> None:
+            task, node = item
+            try:
+                await self.store.bind(task.namespace, task.name, node, task.uid)
+            except ApiError as err:
+                message = f"failed to bind to node {node}: {err}"
+                report.bind_failures.append((task, message))
+                await self._pod_condition(
+                    PodCondition(task.namespace, task.name, "SchedulerError", message)
+                )
+                return
+            report.bound.append(task)
+            await self.recorder.record(
+                pod_ref(task),
+                "Normal",
+                "Scheduled",
+                f"Successfully assigned {task.namespace}/{task.name} to {node}",
+            )
+
+        await bounded(binds, one, self.concurrency)
+
+    async def evict(self, evictions: list[Eviction], report: WriteReport) -> None:
+        async def one(eviction: Eviction) -> None:
+            task = eviction.task
+            try:
+                await self.store.delete("v1", "Pod", task.name, task.namespace)
+            except NotFoundError:
+                return
+            except ApiError as err:
+                log.warning("could not evict %s/%s: %s", task.namespace, task.name, err)
+                return
+            report.evicted.append(task)
+            await self.recorder.record(
+                pod_ref(task), "Warning", "Evict", f"Pod is evicted, because of {eviction.reason}"
+            )
+
+        await bounded(evictions, one, self.concurrency)
+
+    async def write(self, changes: StatusChanges) -> None:
+        await bounded(changes.podgroups.items(), self._podgroup, self.concurrency)
+        await bounded(changes.queues.items(), self._queue, self.concurrency)
+        await bounded(changes.pod_conditions, self._pod_condition_with_event, self.concurrency)
+        for event in changes.events:
+            await self.recorder.record(event.involved, event.type, event.reason, event.message)
+
+    async def _podgroup(self, item: tuple[tuple[str, str], dict]) -> None:
+        (namespace, name), status = item
+        for _ in range(CONFLICT_RETRIES):
+            try:
+                pg = await self.store.get(k.SCHEDULING_V1BETA1, "PodGroup", name, namespace)
+                pg["status"] = {**status, "phase": status["phase"]}
+                await self.store.update(pg)
+                return
+            except ConflictError:
+                continue
+            except NotFoundError:
+                return
+            except ApiError as err:
+                log.warning("could not update PodGroup %s/%s: %s", namespace, name, err)
+                return
+        log.warning("gave up updating PodGroup %s/%s after conflicts", namespace, name)
+
+    async def _queue(self, item: tuple[str, dict[str, str]]) -> None:
+        name, allocated = item
+        for _ in range(CONFLICT_RETRIES):
+            try:
+                queue = await self.store.get(k.SCHEDULING_V1BETA1, "Queue", name)
+                queue.setdefault("status", {})["allocated"] = allocated
+                await self.store.update_status(queue)
+                return
+            except ConflictError:
+                continue
+            except NotFoundError:
+                return
+            except ApiError as err:
+                log.warning("could not update Queue %s: %s", name, err)
+                return
+
+    async def _pod_condition(self, condition: PodCondition) -> None:
+        now = format_time(self.clock.now())
+        for _ in range(CONFLICT_RETRIES):
+            try:
+                pod = await self.store.get("v1", "Pod", condition.name, condition.namespace)
+                status = pod.setdefault("status", {})
+                conditions = [
+                    c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"
+                ]
+                conditions.append(
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": condition.reason,
+                        "message": condition.message,
+                        "lastTransitionTime": now,
+                    }
+                )
+                status["conditions"] = conditions
+                if condition.nominated_node:
+                    status["nominatedNodeName"] = condition.nominated_node
+                else:
+                    status.pop("nominatedNodeName", None)
+                await self.store.update_status(pod)
+                return
+            except ConflictError:
+                continue
+            except NotFoundError:
+                return
+            except ApiError as err:
+                log.warning("could not update pod %s: %s", condition.name, err)
+                return
+
+    async def _pod_condition_with_event(self, condition: PodCondition) -> None:
+        await self._pod_condition(condition)
+        if condition.reason != "Schedulable":
+            ref = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": condition.name,
+                "namespace": condition.namespace,
+            }
+            await self.recorder.record(ref, "Warning", "FailedScheduling", condition.message)

@@ -1,0 +1,36 @@
+"""The final state of a simulation as a Kubernetes ``List`` (``kubectl get -o json`` shape)."""
+
+from __future__ import annotations
+
+from stromboli.core.api.registry import known_kinds
+from stromboli.core.cluster.memory import MemoryStore
+
+#: Kinds printed first, in this order; every other stored kind follows by name.
+LEADING_KINDS = ("Namespace", "PriorityClass", "Queue", "Node", "HyperNode", "PodGroup", "Pod")
+
+
+async def final_objects(store: MemoryStore) -> list[dict]:
+    """Every stored object, Events last."""
+    kinds = sorted(
+        {(info.api_version, info.kind) for info in known_kinds()},
+        key=lambda ak: (
+            LEADING_KINDS.index(ak[1]) if ak[1] in LEADING_KINDS else len(LEADING_KINDS),
+            ak[1] == "Event",
+            ak[1],
+            ak[0],
+        ),
+    )
+    items: list[dict] = []
+    for api_version, kind in kinds:
+        listed = await store.list(api_version, kind)
+        items.extend(listed.items)
+    return items
+
+
+async def as_list(store: MemoryStore) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "List",
+        "metadata": {"resourceVersion": ""},
+        "items": await final_objects(store),
+    }

@@ -1,0 +1,64 @@
+"""Samples of the simulated cluster over time, for the report and its charts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from stromboli.core.scheduler.api.resource import CPU, MEMORY, Resource
+from stromboli.core.scheduler.api.status import TaskStatus
+from stromboli.core.scheduler.scheduler import Scheduler
+
+
+@dataclass(slots=True)
+class Sample:
+    time: float
+    #: Fraction of allocatable cpu and memory in use (0..1).
+    cpu: float
+    memory: float
+    pending_pods: int
+    running_pods: int
+    #: Queue name → (share of the cluster's dominant resource it holds, share it deserves).
+    queues: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+
+def _fraction(used: float, total: float) -> float:
+    return used / total if total > 0 else 0.0
+
+
+def _dominant(amount: Resource, total: Resource) -> float:
+    return max(
+        (_fraction(amount.get(name), total.get(name)) for name in (CPU, MEMORY)), default=0.0
+    )
+
+
+def sample(now: float, scheduler: Scheduler) -> Sample:
+    cache = scheduler.cache
+    nodes = cache.nodes
+    total = nodes.allocatable.sum(axis=0) if len(nodes) else None
+    used = nodes.used.sum(axis=0) if len(nodes) else None
+    pending = running = 0
+    for record in cache.pods.values():
+        status = record.task.status
+        if record.job_id is None:
+            continue
+        if status == TaskStatus.PENDING:
+            pending += 1
+        elif status & (TaskStatus.RUNNING | TaskStatus.BOUND):
+            running += 1
+    queues: dict[str, tuple[float, float]] = {}
+    session = scheduler.last_session
+    if session is not None and total is not None:
+        cluster = session.total_resource
+        for name, figures in session.queue_figures.items():
+            allocated = figures.get("allocated")
+            deserved = figures.get("deserved")
+            if isinstance(allocated, Resource) and isinstance(deserved, Resource):
+                queues[name] = (_dominant(allocated, cluster), _dominant(deserved, cluster))
+    return Sample(
+        time=now,
+        cpu=_fraction(float(used[0]), float(total[0])) if total is not None else 0.0,
+        memory=_fraction(float(used[1]), float(total[1])) if total is not None else 0.0,
+        pending_pods=pending,
+        running_pods=running,
+        queues=queues,
+    )
