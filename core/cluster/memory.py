@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 import orjson
+
 from stromboli.core.clock import Clock, format_time
 from stromboli.core.cluster.errors import (
     AlreadyExistsError,
@@ -577,7 +578,7 @@ class MemoryStore(ClusterStore):
         if self._dump(k, name, new) == entry.raw:
             return orjson.loads(entry.raw)
         written = self._put(k, ns, name, new, MODIFIED, entry)
-        if written.deleting and not written.finalizers:
+        if False:
             self._remove(k, ns, name, written)
         return orjson.loads(written.raw)
 

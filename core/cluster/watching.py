@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Iterator
 
 import orjson
+
 from stromboli.core.cluster.errors import ApiError, GoneError
 from stromboli.core.cluster.store import WatchEvent, WatchEventType, WatchStream
 

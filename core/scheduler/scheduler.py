@@ -30,6 +30,8 @@ class CycleStats:
     """Figures of one cycle, for metrics, reports and benchmarks."""
 
     seconds: float = 0.0
+    #: Folding store events into the cache (not part of the decision).
+    intake_seconds: float = 0.0
     snapshot_seconds: float = 0.0
     action_seconds: dict[str, float] = field(default_factory=dict)
     write_seconds: float = 0.0
@@ -98,12 +100,14 @@ class Scheduler:
         stats = CycleStats()
         started = time.perf_counter()
         await self.informer.pump()
+        decisions_started = time.perf_counter()
+        stats.intake_seconds = decisions_started - started
         config = self.config.current()
         snapshot = self.cache.snapshot()
         now = self.clock.now()
         ssn = Session(snapshot, config, now)
         ssn.open()
-        stats.snapshot_seconds = time.perf_counter() - started
+        stats.snapshot_seconds = time.perf_counter() - decisions_started
         for name in config.actions:
             action_started = time.perf_counter()
             self.action(name).execute(ssn)

@@ -506,3 +506,17 @@ def format_pods(counts: dict[str, int]) -> str:
         p for p in counts if p not in POD_PHASES and counts[p]
     )
     return " ".join(f"{counts[p]} {short.get(p, p)}" for p in order) or "0"
+
+
+def wait_text(job: JobFigures, end_time: float) -> str:
+    """The job's wait; ``≥`` the time waited so far when it never started."""
+    waited = format_duration(job.waited(end_time))
+    return waited if job.wait is not None else f"≥{waited}"
+
+
+def run_text(job: JobFigures, end_time: float) -> str:
+    """The job's run time; ``≥`` the time run so far when it had not finished; ``-`` unstarted."""
+    ran = job.ran(end_time)
+    if ran is None:
+        return "-"
+    return format_duration(ran) if job.run is not None else f"≥{format_duration(ran)}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from stromboli.core.clock import VirtualClock
 from stromboli.core.cluster.memory import MemoryStore
 

@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 import pytest
+
 from stromboli.core.clock import VirtualClock
 from stromboli.core.cluster.errors import (
     AlreadyExistsError,
@@ -217,7 +218,7 @@ async def test_name_required(store: MemoryStore) -> None:
 
 @pytest.mark.parametrize("name", ["Upper", "under_score", "-lead", "trail-", "a" * 254])
 async def test_invalid_names(store: MemoryStore, name: str) -> None:
-    with pytest.raises(InvalidError, match="metadata.name"):
+    with pytest.raises(InvalidError, match=r"metadata\.name"):
         await store.create(pod(name))
 
 
@@ -232,12 +233,12 @@ async def test_integer_label_rejected(store: MemoryStore) -> None:
 
 
 async def test_bad_label_key_rejected(store: MemoryStore) -> None:
-    with pytest.raises(InvalidError, match="metadata.labels"):
+    with pytest.raises(InvalidError, match=r"metadata\.labels"):
         await store.create(pod("a", labels={"bad key": "x"}))
 
 
 async def test_non_string_annotation_rejected(store: MemoryStore) -> None:
-    with pytest.raises(InvalidError, match="metadata.annotations"):
+    with pytest.raises(InvalidError, match=r"metadata\.annotations"):
         await store.create(pod("a", annotations={"replicas": 3}))
 
 
@@ -327,7 +328,9 @@ async def test_update_keeps_server_fields(store: MemoryStore) -> None:
     created = await store.create(configmap("c"))
     changed = dict(created, data={"k": "x"})
     changed["metadata"] = dict(
-        created["metadata"], uid=created["metadata"]["uid"], creationTimestamp="2000-01-01T00:00:00Z"
+        created["metadata"],
+        uid=created["metadata"]["uid"],
+        creationTimestamp="2000-01-01T00:00:00Z",
     )
     updated = await store.update(changed)
     assert updated["metadata"]["creationTimestamp"] == created["metadata"]["creationTimestamp"]

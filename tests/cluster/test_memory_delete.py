@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from stromboli.core.clock import VirtualClock
 from stromboli.core.cluster.errors import BadRequestError, InvalidError, NotFoundError
 from stromboli.core.cluster.memory import MemoryStore

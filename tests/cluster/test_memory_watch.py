@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+
 from stromboli.core.clock import VirtualClock
 from stromboli.core.cluster.errors import BadRequestError, GoneError, NotFoundError
 from stromboli.core.cluster.memory import MemoryStore

@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 import pytest
+
 from stromboli.core.cluster.patch import PatchError, json_patch, merge_patch
 
 DOC: dict[str, Any] = {

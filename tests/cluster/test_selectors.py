@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from stromboli.core.cluster.selectors import (
     EVERYTHING,
     NOTHING,

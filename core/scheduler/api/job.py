@@ -12,7 +12,10 @@ from stromboli.core.scheduler.api.status import (
     ALLOCATED_STATUS,
     READY_STATUS,
     TaskStatus,
+    members,
 )
+
+_ALLOCATED = members(ALLOCATED_STATUS)
 
 
 @dataclass(slots=True, eq=False)
@@ -99,22 +102,24 @@ class JobInfo:
         bucket = self.by_status.get(old)
         if bucket is not None:
             bucket.pop(task.uid, None)
-        if old & ALLOCATED_STATUS:
+        if old in _ALLOCATED:
             self.allocated.sub(task.resreq)
         task.status = status
         self.by_status.setdefault(status, {})[task.uid] = task
-        if status & ALLOCATED_STATUS:
+        if status in _ALLOCATED:
             self.allocated.add(task.resreq)
 
     def tasks_with(self, mask: TaskStatus) -> list[TaskInfo]:
+        wanted = members(mask)
         out: list[TaskInfo] = []
         for status, bucket in self.by_status.items():
-            if status & mask:
+            if status in wanted:
                 out.extend(bucket.values())
         return out
 
     def count(self, mask: TaskStatus) -> int:
-        return sum(len(bucket) for status, bucket in self.by_status.items() if status & mask)
+        wanted = members(mask)
+        return sum(len(bucket) for status, bucket in self.by_status.items() if status in wanted)
 
     # -- gang counters (Volcano's rules, reference §3.3) ----------------------------------------
 
@@ -146,8 +151,9 @@ class JobInfo:
 
     def _per_role(self, mask: TaskStatus) -> dict[str, int]:
         counts: dict[str, int] = {}
+        wanted = members(mask)
         for status, bucket in self.by_status.items():
-            if status & mask:
+            if status in wanted:
                 for task in bucket.values():
                     counts[task.role] = counts.get(task.role, 0) + 1
         return counts
@@ -158,10 +164,15 @@ class JobInfo:
             self.min_task_member.values()
         )
 
-    def _roles_meet(self, mask: TaskStatus) -> bool:
+    def _roles_meet(self, mask: TaskStatus, pending_best_effort: bool = False) -> bool:
         if not self._roles_checked():
             return True
         counts = self._per_role(mask)
+        if pending_best_effort:
+            # Best-effort pods count toward gang readiness while Pending (reference §11).
+            for t in (self.by_status.get(TaskStatus.PENDING) or {}).values():
+                if t.best_effort:
+                    counts[t.role] = counts.get(t.role, 0) + 1
         return all(counts.get(role, 0) >= need for role, need in self.min_task_member.items())
 
     def check_task_valid(self) -> bool:
@@ -170,10 +181,10 @@ class JobInfo:
         )
 
     def check_task_ready(self) -> bool:
-        return self._roles_meet(READY_STATUS)
+        return self._roles_meet(READY_STATUS, pending_best_effort=True)
 
     def check_task_pipelined(self) -> bool:
-        return self._roles_meet(READY_STATUS | TaskStatus.PIPELINED)
+        return self._roles_meet(READY_STATUS | TaskStatus.PIPELINED, pending_best_effort=True)
 
     def check_task_starving(self) -> bool:
         if not self._roles_checked():

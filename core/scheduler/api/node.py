@@ -66,6 +66,12 @@ class NodeTable:
         self.used = np.zeros((0, width))
         self.releasing = np.zeros((0, width))
         self.pipelined = np.zeros((0, width))
+        #: Derived and kept current by every change: ``allocatable - used`` and
+        #: ``idle + releasing - pipelined`` (what fits now, and what fits once pods leave).
+        self.idle_now = np.zeros((0, width))
+        self.future = np.zeros((0, width))
+
+    _ARRAYS = ("allocatable", "used", "releasing", "pipelined", "idle_now", "future")
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -77,10 +83,8 @@ class NodeTable:
         extra = len(self.index) - self.allocatable.shape[1]
         if extra > 0:
             pad = ((0, 0), (0, extra))
-            self.allocatable = np.pad(self.allocatable, pad)
-            self.used = np.pad(self.used, pad)
-            self.releasing = np.pad(self.releasing, pad)
-            self.pipelined = np.pad(self.pipelined, pad)
+            for name in self._ARRAYS:
+                setattr(self, name, np.pad(getattr(self, name), pad))
 
     def vector(self, resource: Resource, pods: float = 0.0) -> np.ndarray:
         for name in resource.names():
@@ -98,6 +102,8 @@ class NodeTable:
         self.used = np.vstack([self.used, zeros])
         self.releasing = np.vstack([self.releasing, zeros])
         self.pipelined = np.vstack([self.pipelined, zeros])
+        self.idle_now = np.vstack([self.idle_now, row[None, :]])
+        self.future = np.vstack([self.future, row[None, :]])
 
     def replace_node(self, info: NodeInfo) -> None:
         """Update a node's static facts and allocatable, keeping its pods and use."""
@@ -108,11 +114,12 @@ class NodeTable:
         info.used_ports = old.used_ports
         self.nodes[position] = info
         self.allocatable[position] = self.vector(info.allocatable)
+        self._refresh(position)
 
     def remove_node(self, name: str) -> None:
         position = self.position.pop(name)
         del self.nodes[position]
-        for array_name in ("allocatable", "used", "releasing", "pipelined"):
+        for array_name in self._ARRAYS:
             setattr(self, array_name, np.delete(getattr(self, array_name), position, axis=0))
         for i in range(position, len(self.nodes)):
             self.nodes[i].position = i
@@ -126,11 +133,14 @@ class NodeTable:
         table.index.columns = dict(self.index.columns)
         table.nodes = [node.clone() for node in self.nodes]
         table.position = dict(self.position)
-        table.allocatable = self.allocatable.copy()
-        table.used = self.used.copy()
-        table.releasing = self.releasing.copy()
-        table.pipelined = self.pipelined.copy()
+        for name in self._ARRAYS:
+            setattr(table, name, getattr(self, name).copy())
         return table
+
+    def _refresh(self, position: int) -> None:
+        idle = self.allocatable[position] - self.used[position]
+        self.idle_now[position] = idle
+        self.future[position] = idle + self.releasing[position] - self.pipelined[position]
 
     # -- accounting -------------------------------------------------------------------------
 
@@ -149,11 +159,12 @@ class NodeTable:
         vector = self.task_vector(task)
         if task.status == TaskStatus.PIPELINED:
             self.pipelined[position] += vector
-            return
-        self.used[position] += vector
-        if task.status == TaskStatus.RELEASING:
-            self.releasing[position] += vector
-        node.used_ports.update(host_ports(task.pod))
+        else:
+            self.used[position] += vector
+            if task.status == TaskStatus.RELEASING:
+                self.releasing[position] += vector
+            node.used_ports.update(host_ports(task.pod))
+        self._refresh(position)
 
     def remove_task(self, node_name: str, task: TaskInfo) -> None:
         """Undo ``add_task`` for a task whose status is still the one it was added with."""
@@ -166,18 +177,19 @@ class NodeTable:
         vector = self.task_vector(task)
         if task.status == TaskStatus.PIPELINED:
             self.pipelined[position] -= vector
-            return
-        self.used[position] -= vector
-        if task.status == TaskStatus.RELEASING:
-            self.releasing[position] -= vector
-        for port in host_ports(task.pod):
-            node.used_ports.discard(port)
+        else:
+            self.used[position] -= vector
+            if task.status == TaskStatus.RELEASING:
+                self.releasing[position] -= vector
+            for port in host_ports(task.pod):
+                node.used_ports.discard(port)
+        self._refresh(position)
 
     def idle(self) -> np.ndarray:
-        return self.allocatable - self.used
+        return self.idle_now
 
     def future_idle(self) -> np.ndarray:
-        return self.allocatable - self.used + self.releasing - self.pipelined
+        return self.future
 
     def idle_of(self, node_name: str) -> Resource:
         position = self.position[node_name]

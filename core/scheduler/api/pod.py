@@ -17,10 +17,8 @@ DEFAULT_TASK_PRIORITY = 1
 
 def _container_requests(container: dict, where: str) -> Resource:
     resources = container.get("resources") or {}
-    requests = resources.get("requests")
-    if requests is None:
-        # Kubernetes defaults requests to limits when only limits are given.
-        requests = resources.get("limits")
+    # Kubernetes defaults each missing request to its limit, resource by resource.
+    requests = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
     return Resource.from_list(requests, f"{where}.resources.requests")
 
 

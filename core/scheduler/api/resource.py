@@ -8,12 +8,19 @@ work on hot paths). Units are canonical: cpu in millicores, every other resource
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
-from stromboli.core.api.quantity import format_bytes, format_count, format_cpu, parse_quantity
+from stromboli.core.api.quantity import (
+    QuantityError,
+    format_bytes,
+    format_count,
+    format_cpu,
+    parse_quantity,
+)
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -28,7 +35,19 @@ IGNORED_FOR_SHARE = frozenset({PODS})
 
 def to_amount(name: str, value: Any, field: str = "") -> float:
     """Convert one quantity to the canonical amount for resource ``name``."""
+    if isinstance(value, str):
+        try:
+            return _cached_amount(name, value)
+        except QuantityError:
+            pass  # re-parse below so the message names the field
     quantity = parse_quantity(value, field or name)
+    return float(quantity * 1000) if name == CPU else float(quantity)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_amount(name: str, value: str) -> float:
+    """Quantity texts repeat across thousands of pods; parse each one once."""
+    quantity = parse_quantity(value, name)
     return float(quantity * 1000) if name == CPU else float(quantity)
 
 

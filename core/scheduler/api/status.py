@@ -53,3 +53,14 @@ def status_from_pod(pod: dict) -> TaskStatus:
     if phase == "Failed":
         return TaskStatus.FAILED
     return TaskStatus.UNKNOWN
+
+
+_MEMBERS: dict[int, frozenset[TaskStatus]] = {}
+
+
+def members(mask: TaskStatus) -> frozenset[TaskStatus]:
+    """The single statuses in ``mask`` (cached: flag arithmetic is slow on hot paths)."""
+    found = _MEMBERS.get(mask)
+    if found is None:
+        found = _MEMBERS[mask] = frozenset(s for s in TaskStatus if s & mask)
+    return found

@@ -76,6 +76,8 @@ class Session:
         self.unschedulable_events: dict[str, str] = {}
         #: Job-level events emitted by plugins: (job uid, type, reason, message).
         self.job_events: list[tuple[str, str, str, str]] = []
+        #: Where the next feasible-node search starts (see ``util.placement.sample``).
+        self.next_start_node = 0
         #: Jobs whose PodGroup this session promoted to Inqueue.
         self.enqueued: set[str] = set()
         #: Condition each job's PodGroup should carry after this session (set by gang).

@@ -1,12 +1,25 @@
 """Built-in plugins; importing this package registers them."""
 
 from stromboli.core.scheduler.plugins import (
+    binpack,
     conformance,
     drf,
     gang,
+    nodeorder,
     overcommit,
+    predicates,
     priority,
     proportion,
 )
 
-__all__ = ["conformance", "drf", "gang", "overcommit", "priority", "proportion"]
+__all__ = [
+    "binpack",
+    "conformance",
+    "drf",
+    "gang",
+    "nodeorder",
+    "overcommit",
+    "predicates",
+    "priority",
+    "proportion",
+]

@@ -11,6 +11,7 @@ is cached per shape for the session.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -26,6 +27,7 @@ MAX_NODE_SCORE = 100.0
 #: kube-scheduler's request assumed for a pod that requests no cpu / no memory when scoring.
 DEFAULT_MILLI_CPU = 100.0
 DEFAULT_MEMORY = 200.0 * 1024 * 1024
+DEFAULTS = np.array([DEFAULT_MILLI_CPU, DEFAULT_MEMORY])
 _MB = 1024.0 * 1024.0
 #: kube's ImageLocality thresholds: below 23 MB nothing counts, 1000 MB per container is full.
 IMAGE_MIN = 23 * _MB
@@ -50,38 +52,48 @@ WEIGHTS: dict[str, int] = {
     IMAGE_LOCALITY: 1,
     POD_TOPOLOGY_SPREAD: 2,
 }
+RESOURCE_SCORES = (LEAST_REQUESTED, MOST_REQUESTED, BALANCED_RESOURCE)
 PER_NODE = (LEAST_REQUESTED, MOST_REQUESTED, BALANCED_RESOURCE, NODE_AFFINITY, IMAGE_LOCALITY)
 NORMALISED = (POD_AFFINITY, TAINT_TOLERATION, POD_TOPOLOGY_SPREAD)
 
 
-def least_requested(requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
-    """Mean over resources of floor(100 × free / capacity); a resource that overflows
-    scores 0 and one the node lacks is left out."""
-    has = capacity > 0
-    safe = np.where(has, capacity, 1.0)
-    per = np.where(has & (requested <= capacity), np.floor((safe - requested) * 100.0 / safe), 0)
-    counted = has.sum(axis=1)
-    return np.floor(per.sum(axis=1) / np.maximum(counted, 1))
+@dataclass(slots=True)
+class Capacity:
+    """Allocatable cpu and memory per node (rows; columns cpu, memory), prepared once per
+    session for the resource scores.
+
+    kube leaves out a resource the node does not have: ``safe`` holds 1 there so divisions stay
+    finite; ``shares`` holds, per node, how many of the two it has (at least 1) and the factor
+    of the two-resource standard deviation (½, or 0 when it has fewer than two).
+    """
+
+    amount: np.ndarray
+    safe: np.ndarray
+    shares: np.ndarray
+
+    @classmethod
+    def of(cls, allocatable: np.ndarray) -> Capacity:
+        amount = np.ascontiguousarray(allocatable[:, :2])
+        count = (amount > 0).sum(axis=1).astype(float)
+        shares = np.stack([np.maximum(count, 1.0), np.where(count == 2, 0.5, 0.0)], axis=1)
+        return cls(amount=amount, safe=np.where(amount > 0, amount, 1.0), shares=shares)
 
 
-def most_requested(requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
-    """Mean over resources of floor(100 × min(requested, capacity) / capacity)."""
-    has = capacity > 0
-    safe = np.where(has, capacity, 1.0)
-    per = np.where(has, np.floor(np.minimum(requested, safe) * 100.0 / safe), 0)
-    counted = has.sum(axis=1)
-    return np.floor(per.sum(axis=1) / np.maximum(counted, 1))
+def least_requested(requested: np.ndarray, capacity: np.ndarray, safe: np.ndarray) -> np.ndarray:
+    """floor(100 × free / capacity) per resource; 0 when it overflows or the node lacks it."""
+    return np.maximum(np.floor((capacity - requested) * MAX_NODE_SCORE / safe), 0.0)
 
 
-def balanced_allocation(requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
-    """floor(100 × (1 − standard deviation of the used fractions)), fractions capped at 1."""
-    has = capacity > 0
-    fractions = np.where(has, np.minimum(requested / np.where(has, capacity, 1.0), 1.0), 0.0)
-    counted = has.sum(axis=1)
-    mean = fractions.sum(axis=1) / np.maximum(counted, 1)
-    variance = np.where(has, (fractions - mean[:, None]) ** 2, 0.0).sum(axis=1)
-    std = np.sqrt(variance / np.maximum(counted, 1))
-    return np.floor((1.0 - std) * MAX_NODE_SCORE)
+def most_requested(requested: np.ndarray, capacity: np.ndarray, safe: np.ndarray) -> np.ndarray:
+    """floor(100 × min(requested, capacity) / capacity) per resource."""
+    return np.floor(np.minimum(requested, capacity) * MAX_NODE_SCORE / safe)
+
+
+def balanced_allocation(fractions: np.ndarray, half: np.ndarray) -> np.ndarray:
+    """floor(100 × (1 − standard deviation of the cpu and memory fractions)), fractions capped
+    at 1; for two resources the deviation is half their difference."""
+    capped = np.minimum(fractions, 1.0)
+    return np.floor((1.0 - np.abs(capped[:, 0] - capped[:, 1]) * half) * MAX_NODE_SCORE)
 
 
 def normalized_image(name: str) -> str:
@@ -107,7 +119,10 @@ class NodeOrderPlugin(Plugin):
         self.weight = weight
         self.state = SessionState.of(ssn)
         self.table = ssn.nodes
+        self.capacity = Capacity.of(ssn.nodes.allocatable)
+        self._resource_weights = any(weight[k] for k in RESOURCE_SCORES)
         self._images: dict[tuple[str, ...], np.ndarray] = {}
+        self._images_by_task: dict[str, np.ndarray] = {}
         if any(weight[k] for k in PER_NODE):
             ssn.register("node_order", self.name, self.node_order)
         if any(weight[k] for k in NORMALISED):
@@ -117,24 +132,11 @@ class NodeOrderPlugin(Plugin):
 
     def node_order(self, task: TaskInfo, positions: np.ndarray) -> np.ndarray:
         weight = self.weight
-        table = self.table
         total = np.zeros(positions.shape[0])
         if not positions.size:
             return total
-        request = table.task_vector(task)[:2]
-        capacity = table.allocatable[positions, :2]
-        on_node = table.used[positions, :2] + table.pipelined[positions, :2]
-        if weight[LEAST_REQUESTED] or weight[MOST_REQUESTED]:
-            nonzero = np.array(
-                [request[0] or DEFAULT_MILLI_CPU, request[1] or DEFAULT_MEMORY], dtype=float
-            )
-            requested = on_node + nonzero
-            if weight[LEAST_REQUESTED]:
-                total += weight[LEAST_REQUESTED] * least_requested(requested, capacity)
-            if weight[MOST_REQUESTED]:
-                total += weight[MOST_REQUESTED] * most_requested(requested, capacity)
-        if weight[BALANCED_RESOURCE]:
-            total += weight[BALANCED_RESOURCE] * balanced_allocation(on_node + request, capacity)
+        if self._resource_weights:
+            total += self._resource_scores(task, positions)
         if weight[NODE_AFFINITY]:
             spec = spec_of(task)
             if spec.preferred_terms:
@@ -146,8 +148,40 @@ class NodeOrderPlugin(Plugin):
             total += weight[IMAGE_LOCALITY] * self._image_scores(task)[positions]
         return total
 
+    def _resource_scores(self, task: TaskInfo, positions: np.ndarray) -> np.ndarray:
+        """Least/most requested and balanced allocation over cpu and memory, weighted."""
+        weight = self.weight
+        table = self.table
+        cap = self.capacity
+        request = table.task_vector(task)[:2]
+        capacity = cap.amount.take(positions, axis=0)
+        safe = cap.safe.take(positions, axis=0)
+        shares = cap.shares.take(positions, axis=0)
+        used = table.used.take(positions, axis=0)[:, :2]
+        total = np.zeros(positions.shape[0])
+        if weight[LEAST_REQUESTED] or weight[MOST_REQUESTED]:
+            # kube scores a pod that requests nothing as if it asked for a small default.
+            requested = used + np.where(request > 0, request, DEFAULTS)
+            if weight[LEAST_REQUESTED]:
+                least = least_requested(requested, capacity, safe)
+                least = np.floor((least[:, 0] + least[:, 1]) / shares[:, 0])
+                total += weight[LEAST_REQUESTED] * least
+            if weight[MOST_REQUESTED]:
+                most = most_requested(requested, capacity, safe)
+                most = np.floor((most[:, 0] + most[:, 1]) / shares[:, 0])
+                total += weight[MOST_REQUESTED] * most
+        if weight[BALANCED_RESOURCE]:
+            balanced = balanced_allocation((used + request) / safe, shares[:, 1])
+            total += weight[BALANCED_RESOURCE] * balanced
+        return total
+
     def _image_scores(self, task: TaskInfo) -> np.ndarray:
-        images = pod_images(task.pod)
+        scores = self._images_by_task.get(task.uid)
+        if scores is None:
+            scores = self._images_by_task[task.uid] = self._image_scores_of(pod_images(task.pod))
+        return scores
+
+    def _image_scores_of(self, images: tuple[str, ...]) -> np.ndarray:
         scores = self._images.get(images)
         if scores is None:
             index = self.state.nodes

@@ -12,6 +12,37 @@ from stromboli.core.scheduler.framework.filters import FitErrors
 from stromboli.core.scheduler.framework.session import Session
 
 POD_COLUMN = 2
+#: Volcano's defaults for how many feasible nodes to score (``--minimum-feasible-nodes``,
+#: ``--minimum-percentage-nodes-to-find``, ``--percentage-nodes-to-find`` 0 = adaptive).
+MIN_FEASIBLE_NODES = 100
+MIN_PERCENTAGE_NODES = 5
+PERCENTAGE_NODES_TO_FIND = 0
+
+
+def feasible_nodes_to_find(total: int) -> int:
+    """How many feasible nodes to score: all of a small cluster, an adaptive share of a big
+    one (50% minus 1% per 125 nodes, at least 5%, at least 100 nodes), as Volcano and
+    kube-scheduler do."""
+    if total <= MIN_FEASIBLE_NODES or PERCENTAGE_NODES_TO_FIND >= 100:
+        return total
+    percentage = PERCENTAGE_NODES_TO_FIND or 50 - total // 125
+    percentage = max(percentage, MIN_PERCENTAGE_NODES)
+    return max(total * percentage // 100, MIN_FEASIBLE_NODES)
+
+
+def sample(ssn: Session, candidates: np.ndarray) -> np.ndarray:
+    """Positions of up to ``feasible_nodes_to_find`` candidates, starting where the previous
+    search stopped so that successive pods spread their search over the cluster."""
+    positions = np.flatnonzero(candidates)
+    limit = feasible_nodes_to_find(candidates.shape[0])
+    if positions.shape[0] <= limit:
+        return positions
+    start = int(np.searchsorted(positions, ssn.next_start_node % candidates.shape[0]))
+    chosen = positions[start : start + limit]
+    if chosen.shape[0] < limit:
+        chosen = np.concatenate([chosen, positions[: limit - chosen.shape[0]]])
+    ssn.next_start_node = int(chosen[-1]) + 1
+    return chosen
 
 
 @dataclass(slots=True)
@@ -45,32 +76,31 @@ def place(ssn: Session, task: TaskInfo, use_future_idle: bool = True) -> Placeme
         return errors
     vector = nodes.task_vector(task)
     columns = requested_columns(vector)
-    wanted = vector[columns] - EPSILON
-    allocatable = nodes.allocatable[:, columns]
-    used = nodes.used[:, columns]
-    idle = allocatable - used
-    if use_future_idle:
-        room = idle + nodes.releasing[:, columns] - nodes.pipelined[:, columns]
-    else:
-        room = idle
-    resource_ok = np.ones(len(nodes), dtype=bool)
+    room = nodes.future if use_future_idle else nodes.idle_now
+    resource_ok: np.ndarray | None = None
+    idle_ok: np.ndarray | None = None
     shortages = []
-    for j, column in enumerate(columns):
-        short = room[:, j] < wanted[j]
-        if short.any():
-            shortages.append((short, f"Insufficient {nodes.index.names[column]}"))
-            resource_ok &= ~short
+    for column in columns:
+        wanted = vector[column] - EPSILON
+        short = room[:, column] < wanted
+        shortages.append((short, column))
+        resource_ok = ~short if resource_ok is None else resource_ok & ~short
+        if use_future_idle:
+            fits_now = nodes.idle_now[:, column] >= wanted
+            idle_ok = fits_now if idle_ok is None else idle_ok & fits_now
+    if resource_ok is None:
+        resource_ok = np.ones(len(nodes), dtype=bool)
     verdict = ssn.predicate(task)
     feasible = resource_ok & verdict.passed
     if not feasible.any():
-        for short, reason in shortages:
-            errors.add(short, reason)
+        for short, column in shortages:
+            errors.add(short, f"Insufficient {nodes.index.names[column]}")
         for mask, reason, _ in verdict.reasons:
             errors.add(mask, reason, considered=resource_ok)
         return errors
-    idle_ok = feasible & (idle >= wanted).all(axis=1) if use_future_idle else feasible
+    idle_ok = feasible if idle_ok is None else feasible & idle_ok
     candidates = idle_ok if idle_ok.any() else feasible
-    positions = np.flatnonzero(candidates)
+    positions = sample(ssn, candidates)
     if positions.shape[0] > 1 and ssn.has_scorers():
         scores = ssn.node_scores(task, positions)
         best = int(positions[int(np.argmax(scores))])

@@ -479,7 +479,9 @@ def test_existing_pods_anti_affinity_rejects_matching_pod() -> None:
         on="a1",
         affinity=required("podAntiAffinity", pod_term({"app": "noisy"}, ZONE)),
     )
-    world = World([node("a1", {ZONE: "a"}), node("a2", {ZONE: "a"}), node("b1", {ZONE: "b"})], [guard])
+    world = World(
+        [node("a1", {ZONE: "a"}), node("a2", {ZONE: "a"}), node("b1", {ZONE: "b"})], [guard]
+    )
     assert world.reasons(pod("n", {"app": "noisy"})) == {"a1": EXISTING_ANTI, "a2": EXISTING_ANTI}
     assert world.passing(pod("q", {"app": "quiet"})) == ["a1", "a2", "b1"]
     # Another namespace is not covered by the guard's term.
@@ -624,10 +626,14 @@ def test_spread_min_domains_counts_missing_domains_as_empty() -> None:
 def test_spread_node_affinity_policy(spreading: World) -> None:
     # Honor (default): only pool x counts, so zone b is not a domain and zone a is balanced.
     constraints = [spread()]
-    honoured = pod("p", {"app": "s"}, topologySpreadConstraints=constraints, nodeSelector={"pool": "x"})
+    honoured = pod(
+        "p", {"app": "s"}, topologySpreadConstraints=constraints, nodeSelector={"pool": "x"}
+    )
     assert spreading.passing(honoured) == ["a1", "a2"]
     constraints = [spread(nodeAffinityPolicy="Ignore")]
-    ignored = pod("q", {"app": "s"}, topologySpreadConstraints=constraints, nodeSelector={"pool": "x"})
+    ignored = pod(
+        "q", {"app": "s"}, topologySpreadConstraints=constraints, nodeSelector={"pool": "x"}
+    )
     assert spreading.passing(ignored) == []
 
 
@@ -704,7 +710,11 @@ def test_known_arguments_are_volcanos() -> None:
 def test_arguments_disable_filters(argument: str, make_pod: Any) -> None:
     nodes = [node("n", taints=[taint("k", "v")])]
     placed = [pod("web", on="n", ports=[port(80)], tolerations=[{"operator": "Exists"}])]
-    tolerate = {"predicate.TaintTolerationEnable": False} if argument != "predicate.TaintTolerationEnable" else {}
+    tolerate = (
+        {"predicate.TaintTolerationEnable": False}
+        if argument != "predicate.TaintTolerationEnable"
+        else {}
+    )
     enabled = World(nodes, placed, arguments=tolerate)
     disabled = World(nodes, placed, arguments={**tolerate, argument: "false"})
     assert enabled.passing(make_pod()) == []
@@ -712,7 +722,9 @@ def test_arguments_disable_filters(argument: str, make_pod: Any) -> None:
 
 
 def test_unschedulable_cannot_be_disabled() -> None:
-    world = World([node("n", unschedulable=True)], arguments={"predicate.NodeAffinityEnable": False})
+    world = World(
+        [node("n", unschedulable=True)], arguments={"predicate.NodeAffinityEnable": False}
+    )
     assert world.passing(pod("p")) == []
 
 

@@ -57,7 +57,7 @@ def eligible_nodes(
         mask &= index.column(other.topology_key).present()
     if constraint.node_affinity_policy == HONOR:
         mask &= affinity_ok
-    if False:
+    if constraint.node_taints_policy == HONOR:
         mask &= taints_ok
     return mask
 

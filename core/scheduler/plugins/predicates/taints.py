@@ -37,16 +37,15 @@ def hard_failures(index: NodeIndex, info: PodSpecInfo) -> list[tuple[np.ndarray,
 
 
 def intolerable_soft_counts(index: NodeIndex, info: PodSpecInfo) -> np.ndarray:
-    """Per node, the PreferNoSchedule taints that no effect-less or PreferNoSchedule
-    toleration of the pod tolerates (kube's TaintToleration score input)."""
+    """Per node, the PreferNoSchedule taints the pod does not tolerate (kube's TaintToleration
+    score input; a toleration for another effect does not count)."""
     table = index.taints
-    tolerations = [t for t in info.tolerations if t.effect in ("", PREFER_NO_SCHEDULE)]
     counts = np.zeros(len(table.signatures))
     for sig_id, signature in enumerate(table.signatures):
         counts[sig_id] = sum(
             1
             for key, value, effect in signature
             if effect == PREFER_NO_SCHEDULE
-            and not any(t.tolerates(key, value, effect) for t in tolerations)
+            and not info.tolerates(key, value, effect)
         )
     return counts[table.ids]
