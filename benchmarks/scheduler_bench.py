@@ -69,6 +69,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=10)
     parser.add_argument("--scale", default="1000,5000,10000", help="node counts for cycle cost")
     args = parser.parse_args()
+    tune_gc()  # as the stromboli command does
     print(f"machine: {os.cpu_count()} cpus; python {sys.version.split()[0]}")
     with tempfile.TemporaryDirectory() as tmp:
         path = write_workload(Path(tmp) / "workload.yaml", args.nodes, args.jobs, args.size)

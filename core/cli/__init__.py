@@ -3,6 +3,7 @@
 import click
 
 from stromboli.core import __version__
+from stromboli.core.runtime import tune_gc
 from stromboli.core.cli.crds import crds
 from stromboli.core.cli.simulate import simulate
 
@@ -11,6 +12,7 @@ from stromboli.core.cli.simulate import simulate
 @click.version_option(__version__, prog_name="stromboli")
 def main() -> None:
     """Stromboli: a Volcano-compatible batch scheduler for Kubernetes."""
+    tune_gc()
 
 
 main.add_command(crds)

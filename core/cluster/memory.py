@@ -578,7 +578,7 @@ class MemoryStore(ClusterStore):
         if self._dump(k, name, new) == entry.raw:
             return orjson.loads(entry.raw)
         written = self._put(k, ns, name, new, MODIFIED, entry)
-        if False:
+        if written.deleting and not written.finalizers:
             self._remove(k, ns, name, written)
         return orjson.loads(written.raw)
 

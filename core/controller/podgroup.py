@@ -49,7 +49,8 @@ def podgroup_for(pod: dict, min_member: int = 1) -> dict:
     pg_spec: dict = {
         "minMember": min_member,
         "queue": annotations.get(k.QUEUE_NAME_ANNOTATION_KEY) or k.DEFAULT_QUEUE,
-        "minResources": scheduling.to_list(),
+        # Volcano sizes the group's admission request as the pod's request × minMember.
+        "minResources": scheduling.multi(min_member).to_list(),
     }
     if spec.get("priorityClassName"):
         pg_spec["priorityClassName"] = spec["priorityClassName"]

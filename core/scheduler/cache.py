@@ -48,6 +48,8 @@ class JobEntry:
 
     podgroup: dict | None = None
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
+    #: The JobInfo built from the above, kept until either changes; sessions clone it.
+    built: JobInfo | None = None
 
 
 def _key(obj: dict) -> tuple[str, str]:
@@ -136,7 +138,9 @@ class SchedulerCache:
         record = PodRecord(task, job_id)
         self.pods[uid] = record
         if job_id is not None:
-            self.jobs.setdefault(job_id, JobEntry()).tasks[uid] = task
+            entry = self.jobs.setdefault(job_id, JobEntry())
+            entry.tasks[uid] = task
+            entry.built = None
         if task.node_name and is_counted_on_node(task.status):
             if task.node_name in self.nodes.position:
                 self.nodes.add_task(task.node_name, task)
@@ -149,6 +153,7 @@ class SchedulerCache:
             entry = self.jobs.get(record.job_id)
             if entry is not None:
                 entry.tasks.pop(task.uid, None)
+                entry.built = None
                 if entry.podgroup is None and not entry.tasks:
                     del self.jobs[record.job_id]
         if task.node_name:
@@ -182,10 +187,13 @@ class SchedulerCache:
             entry = self.jobs.get(job_id)
             if entry is not None:
                 entry.podgroup = None
+                entry.built = None
                 if not entry.tasks:
                     del self.jobs[job_id]
             return
-        self.jobs.setdefault(job_id, JobEntry()).podgroup = pg
+        entry = self.jobs.setdefault(job_id, JobEntry())
+        entry.podgroup = pg
+        entry.built = None
 
     def _queue(self, queue: dict, deleted: bool) -> None:
         name = queue["metadata"]["name"]
@@ -221,6 +229,8 @@ class SchedulerCache:
         name = pc["metadata"]["name"]
         self.priority_classes.pop(name, None)
         self._global_defaults.pop(name, None)
+        for entry in self.jobs.values():
+            entry.built = None  # job priorities come from PriorityClasses
         if deleted:
             return
         value = int(pc.get("value") or 0)
@@ -272,9 +282,11 @@ class SchedulerCache:
     def snapshot(self) -> Snapshot:
         jobs: dict[str, JobInfo] = {}
         for job_id, entry in self.jobs.items():
-            job = self.job_info(job_id, entry)
+            if entry.built is None:
+                entry.built = self.job_info(job_id, entry)
+            job = entry.built
             if job is not None and job.queue in self.queues:
-                jobs[job_id] = job
+                jobs[job_id] = job.clone()
         nodes = self.nodes.copy()
         # Session tasks are clones: point the node maps at them so state stays in one place.
         for job in jobs.values():

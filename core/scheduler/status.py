@@ -17,6 +17,9 @@ from stromboli.core.scheduler.framework.conditions import (
 )
 from stromboli.core.scheduler.framework.session import Session
 
+#: Pod condition message when nothing more precise is known (Volcano's AllNodeUnavailableMsg).
+ALL_NODES_UNAVAILABLE = "all nodes are unavailable"
+
 
 @dataclass(slots=True)
 class EventRecord:
@@ -91,8 +94,10 @@ def podgroup_status(ssn: Session, job: JobInfo, now: str) -> dict | None:
             new.pop(counter)
     if not conditions:
         new.pop("conditions")
+    # enqueue promotes the phase within the session only: the stored group is still Pending.
+    stored_phase = None if job.uid in ssn.enqueued else old.get("phase")
     same = (
-        old.get("phase") == new["phase"]
+        stored_phase == new["phase"]
         and all(old.get(c, 0) == new.get(c, 0) for c in ("running", "succeeded", "failed"))
         and _comparable(old.get("conditions") or []) == _comparable(conditions)
     )
@@ -100,16 +105,20 @@ def podgroup_status(ssn: Session, job: JobInfo, now: str) -> dict | None:
 
 
 def _task_reason(job: JobInfo, task: TaskInfo, base: str) -> tuple[str, str]:
-    if task.status & (TaskStatus.ALLOCATED | TaskStatus.PIPELINED):
-        return (
-            "Schedulable",
-            f"Pod {task.namespace}/{task.name} can possibly be assigned to {task.node_name}, "
-            "once resource is released",
-        )
+    """PodScheduled reason and message of a task left unbound (Volcano's TaskSchedulingReason):
+    a pending task whose placement this session was undone reports where it could have gone."""
+    status, node = task.status, task.node_name
+    if status == TaskStatus.PENDING and task.last_status is not None:
+        status, node = task.last_status, task.last_node
+    where = f"Pod {task.namespace}/{task.name} can possibly be assigned to {node}"
+    if status == TaskStatus.ALLOCATED:
+        return "Schedulable", f"{where}, once minAvailable is satisfied"
+    if status == TaskStatus.PIPELINED:
+        return "Unschedulable", f"{where}, once resource is released and minAvailable is satisfied"
     error = job.fit_errors.get(task.uid)
     if error:
         return "Unschedulable", error
-    return "Undetermined", base
+    return "Unschedulable", base
 
 
 def _pod_condition_unchanged(pod: dict, reason: str, message: str, nominated: str) -> bool:
@@ -141,13 +150,18 @@ def collect(ssn: Session, now: str) -> StatusChanges:
             key = (job.namespace, job.name)
             changes.podgroups[key] = status
         phase = status["phase"] if status is not None else job.phase
-        if phase not in ("Pending", "Inqueue", "Unknown") or ssn.job_ready(job):
-            continue
-        base = ssn.unschedulable_events.get(job.uid) or job_fit_error(job)
-        if job.uid in ssn.unschedulable_events:
-            changes.events.append(
-                EventRecord(object_ref(job.podgroup), "Warning", "Unschedulable", base)
+        gang_message = ssn.unschedulable_events.get(job.uid)
+        if phase in ("Pending", "Inqueue", "Unknown") and gang_message is not None:
+            # The event counts the pending pods; the condition, the ones still missing.
+            pending = job.count(TaskStatus.PENDING)
+            message = (
+                f"{pending}/{len(job.tasks)} tasks in gang unschedulable: {job_fit_error(job)}"
             )
+            changes.events.append(
+                EventRecord(object_ref(job.podgroup), "Warning", "Unschedulable", message)
+            )
+        base = job.invalid[1] if job.invalid is not None else gang_message or ALL_NODES_UNAVAILABLE
+        # Every pod left unbound says why, whatever its group's phase (reference §3.8).
         for task in job.tasks_with(
             TaskStatus.ALLOCATED | TaskStatus.PENDING | TaskStatus.PIPELINED
         ):

@@ -179,11 +179,11 @@ class StatusWriter:
 
     async def _pod_condition_with_event(self, condition: PodCondition) -> None:
         await self._pod_condition(condition)
-        if condition.reason != "Schedulable":
-            ref = {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "name": condition.name,
-                "namespace": condition.namespace,
-            }
-            await self.recorder.record(ref, "Warning", "FailedScheduling", condition.message)
+        # Volcano records the event with every condition change, "Schedulable" ones included.
+        ref = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "name": condition.name,
+            "namespace": condition.namespace,
+        }
+        await self.recorder.record(ref, "Warning", "FailedScheduling", condition.message)

@@ -65,7 +65,8 @@ class Simulation:
     ) -> None:
         self.arrivals = sorted(objects, key=lambda o: (o.submit_at, KIND_RANK.get(o.kind, 7)))
         self.clock = VirtualClock()
-        self.store = MemoryStore(self.clock)
+        # A fixed seed makes uids, and so every tie broken by uid, the same on every run.
+        self.store = MemoryStore(self.clock, seed=0)
         self.config = ConfigSource(scheduler_conf)
         self.scheduler = Scheduler(self.store, self.clock, self.config)
         self.lifecycle = PodLifecycle(self.store, self.clock)

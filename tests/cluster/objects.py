@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
+
+from stromboli.core.cluster.store import WatchEvent, WatchStream
 
 
 def pod(
@@ -51,3 +54,8 @@ def configmap(name: str, namespace: str = "default", **metadata: Any) -> dict[st
         "metadata": {"name": name, "namespace": namespace, **metadata},
         "data": {"k": "v"},
     }
+
+
+async def next_event(watch: WatchStream, timeout: float = 1.0) -> WatchEvent:
+    """The next watch event, failing the test instead of hanging when none comes."""
+    return await asyncio.wait_for(anext(watch), timeout)

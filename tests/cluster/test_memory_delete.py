@@ -10,7 +10,7 @@ from stromboli.core.clock import VirtualClock
 from stromboli.core.cluster.errors import BadRequestError, InvalidError, NotFoundError
 from stromboli.core.cluster.memory import MemoryStore
 
-from .objects import configmap, owner_ref, pod
+from .objects import configmap, next_event, owner_ref, pod
 
 JOB = "batch.volcano.sh/v1alpha1"
 
@@ -94,8 +94,8 @@ async def test_gc_events_follow_the_owner(store: MemoryStore) -> None:
     pods = store.watch("v1", "Pod", resource_version=store.resource_version)
     jobs = store.watch(JOB, "Job", resource_version=store.resource_version)
     await store.delete(JOB, "Job", "j", "default")
-    job_event = await anext(jobs)
-    pod_event = await anext(pods)
+    job_event = await next_event(jobs)
+    pod_event = await next_event(pods)
     assert (job_event.type, pod_event.type) == ("DELETED", "DELETED")
     assert int(job_event.object["metadata"]["resourceVersion"]) < int(
         pod_event.object["metadata"]["resourceVersion"]
@@ -167,8 +167,8 @@ async def test_foreground_deletes_dependents_first(store: MemoryStore) -> None:
     jobs = store.watch(JOB, "Job", resource_version=start)
     pods = store.watch("v1", "Pod", resource_version=start)
     await store.delete(JOB, "Job", "j", "default", propagation="Foreground")
-    marked, released, deleted = [await anext(jobs) for _ in range(3)]
-    child_deleted = await anext(pods)
+    marked, released, deleted = [await next_event(jobs) for _ in range(3)]
+    child_deleted = await next_event(pods)
     await jobs.aclose()
     await pods.aclose()
     assert [marked.type, released.type, deleted.type] == ["MODIFIED", "MODIFIED", "DELETED"]
@@ -254,7 +254,8 @@ async def test_finalizer_removal_emits_modified_then_deleted(store: MemoryStore)
     async with store.watch("v1", "ConfigMap", resource_version=store.resource_version) as watch:
         marked["metadata"]["finalizers"] = []
         await store.update(marked)
-        assert [(await anext(watch)).type, (await anext(watch)).type] == ["MODIFIED", "DELETED"]
+        events = [await next_event(watch), await next_event(watch)]
+    assert [e.type for e in events] == ["MODIFIED", "DELETED"]
 
 
 async def test_second_delete_is_harmless(store: MemoryStore) -> None:

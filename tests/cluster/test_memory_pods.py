@@ -16,7 +16,7 @@ from stromboli.core.cluster.errors import (
 )
 from stromboli.core.cluster.memory import MemoryStore
 
-from .objects import pod
+from .objects import next_event, pod
 
 
 async def running(store: MemoryStore, name: str, labels: dict[str, str]) -> dict[str, Any]:
@@ -101,7 +101,7 @@ async def test_bind_is_a_modified_event(store: MemoryStore) -> None:
     await store.create(pod("a"))
     async with store.watch("v1", "Pod", resource_version=store.resource_version) as watch:
         await store.bind("default", "a", "node-1")
-        event = await anext(watch)
+        event = await next_event(watch)
     assert event.type == "MODIFIED"
     assert event.object["spec"]["nodeName"] == "node-1"
 

@@ -11,11 +11,11 @@ from stromboli.core.cluster.errors import BadRequestError, GoneError, NotFoundEr
 from stromboli.core.cluster.memory import MemoryStore
 from stromboli.core.cluster.store import WatchEvent, WatchStream
 
-from .objects import configmap, pod
+from .objects import configmap, next_event, pod
 
 
 async def take(watch: WatchStream, count: int, timeout: float = 1.0) -> list[WatchEvent]:
-    return [await asyncio.wait_for(anext(watch), timeout) for _ in range(count)]
+    return [await next_event(watch, timeout) for _ in range(count)]
 
 
 async def nothing_pending(watch: WatchStream) -> bool:
@@ -167,11 +167,11 @@ async def test_gone_after_compaction(clock: VirtualClock) -> None:
         await small.create(pod(f"p{index}"))
     watch = small.watch("v1", "Pod", resource_version=first["metadata"]["resourceVersion"])
     with pytest.raises(GoneError) as caught:
-        await anext(watch)
+        await next_event(watch)
     assert caught.value.code == 410
     assert caught.value.reason == "Expired"
     with pytest.raises(StopAsyncIteration):
-        await anext(watch)
+        await next_event(watch)
 
 
 async def test_recent_version_still_served_after_compaction(clock: VirtualClock) -> None:
@@ -195,7 +195,7 @@ async def test_history_is_per_kind(clock: VirtualClock) -> None:
 async def test_bad_version_bad_request(store: MemoryStore) -> None:
     watch = store.watch("v1", "Pod", resource_version="yesterday")
     with pytest.raises(BadRequestError):
-        await anext(watch)
+        await next_event(watch)
 
 
 async def test_unknown_kind_fails_at_once(store: MemoryStore) -> None:
@@ -208,7 +208,7 @@ async def test_close_ends_iteration(store: MemoryStore) -> None:
     await watch.aclose()
     await store.create(pod("a"))
     with pytest.raises(StopAsyncIteration):
-        await anext(watch)
+        await next_event(watch)
 
 
 async def test_close_wakes_a_waiting_consumer(store: MemoryStore) -> None:
@@ -233,7 +233,7 @@ async def test_store_close_ends_all_watches(store: MemoryStore) -> None:
     await store.close()
     for watch in watches:
         with pytest.raises(StopAsyncIteration):
-            await anext(watch)
+            await next_event(watch)
 
 
 async def test_dropped_watch_is_forgotten(store: MemoryStore) -> None:

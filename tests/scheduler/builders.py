@@ -247,7 +247,12 @@ def queue(
         spec["priority"] = priority
     if reclaimable is not None:
         spec["reclaimable"] = reclaimable
-    obj: dict[str, Any] = {"apiVersion": SCHEDULING, "kind": "Queue", "metadata": meta, "spec": spec}
+    obj: dict[str, Any] = {
+        "apiVersion": SCHEDULING,
+        "kind": "Queue",
+        "metadata": meta,
+        "spec": spec,
+    }
     if state is not None:
         obj["status"] = {"state": state}
     return obj

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from stromboli.core.scheduler.conf import (
     DEFAULT_CONFIG,
     SWITCHES,

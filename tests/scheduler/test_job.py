@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.status import TaskStatus
 
@@ -161,7 +162,9 @@ def test_task_invalid_when_a_role_is_missing() -> None:
 def test_task_ready_per_role() -> None:
     ready = roles(3, {"ps": 1, "worker": 2}, ps=[S.ALLOCATED], worker=[S.RUNNING, S.ALLOCATED])
     assert ready.check_task_ready()
-    short = roles(3, {"ps": 1, "worker": 2}, ps=[S.PENDING], worker=[S.RUNNING, S.ALLOCATED, S.BOUND])
+    short = roles(
+        3, {"ps": 1, "worker": 2}, ps=[S.PENDING], worker=[S.RUNNING, S.ALLOCATED, S.BOUND]
+    )
     assert not short.check_task_ready()
     # Total is enough, a role is not: the job is not ready under the per-role rule.
     assert short.is_ready()
@@ -189,9 +192,7 @@ def test_pending_best_effort_counts_for_its_role_when_ready() -> None:
     assert j.check_task_pipelined()
 
 
-@pytest.mark.parametrize(
-    "check", ["check_task_valid", "check_task_ready", "check_task_pipelined"]
-)
+@pytest.mark.parametrize("check", ["check_task_valid", "check_task_ready", "check_task_pipelined"])
 def test_role_rules_skipped_when_min_available_below_their_sum(check: str) -> None:
     # minAvailable 2 < 1 + 2: Volcano skips the per-role checks entirely.
     j = roles(2, {"ps": 1, "worker": 2}, worker=[S.PENDING])

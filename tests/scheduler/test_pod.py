@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from stromboli.core.api import constants as k
 from stromboli.core.scheduler.api.build import task_info_from
 from stromboli.core.scheduler.api.pod import pod_index, pod_requests, task_priority
@@ -50,7 +51,9 @@ def test_largest_init_container_sets_the_scheduling_request() -> None:
 
 
 def test_init_containers_below_app_total_change_nothing() -> None:
-    p = pod("p", containers=[container("2", "1Gi")], init_containers=[container("1", "4Gi", name="i")])
+    p = pod(
+        "p", containers=[container("2", "1Gi")], init_containers=[container("1", "4Gi", name="i")]
+    )
     running, scheduling = pod_requests(p)
     assert running.milli_cpu == 2000
     # Per resource maximum: cpu from the app, memory from the init container.

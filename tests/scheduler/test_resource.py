@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from stromboli.core.api.quantity import QuantityError
 from stromboli.core.scheduler.api.resource import (
     EPSILON,

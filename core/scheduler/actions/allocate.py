@@ -12,12 +12,30 @@ from __future__ import annotations
 from stromboli.core.scheduler.actions.enqueue import mark_inqueue
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.queue import QueueInfo
-from stromboli.core.scheduler.api.status import TaskStatus
+from stromboli.core.scheduler.api.status import READY_STATUS, TaskStatus
 from stromboli.core.scheduler.framework.filters import FitErrors
 from stromboli.core.scheduler.framework.plugin import Action, register_action
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.util.placement import place
 from stromboli.core.scheduler.util.queues import PriorityQueue, QueueJobs
+
+
+def need_continue(job: JobInfo, failed_roles: set[str]) -> bool:
+    """Whether the job's other tasks may still make its gang after tasks of ``failed_roles``
+    fitted nowhere (Volcano's NeedContinueAllocating)."""
+    if job.min_available == len(job.tasks):
+        return False  # every member is needed, and one cannot be placed
+    pending = (job.by_status.get(TaskStatus.PENDING) or {}).values()
+    if job.min_available < sum(job.min_task_member.values()):
+        left = sum(1 for t in pending if t.role not in failed_roles)
+        return job.ready_task_num() + left >= job.min_available
+    placed: dict[str, int] = {}
+    for t in job.tasks_with(READY_STATUS):
+        placed[t.role] = placed.get(t.role, 0) + 1
+    for t in pending:
+        if t.best_effort:
+            placed[t.role] = placed.get(t.role, 0) + 1
+    return all(placed.get(r, 0) >= job.min_task_member.get(r, 0) for r in failed_roles)
 
 
 def schedulable_jobs(ssn: Session, promote_pending: bool) -> QueueJobs:
@@ -47,6 +65,8 @@ class AllocateAction(Action):
     def execute(self, ssn: Session) -> None:
         plan = schedulable_jobs(ssn, promote_pending="enqueue" not in ssn.config.actions)
         pending: dict[str, PriorityQueue[TaskInfo]] = {}
+        #: Per job, the roles (``volcano.sh/task-spec``) of tasks that fitted no node.
+        failed: dict[str, set[str]] = {}
         while True:
             queue = plan.pop_queue()
             if queue is None:
@@ -67,7 +87,7 @@ class AllocateAction(Action):
                         if not t.best_effort and not t.gated
                     ],
                 )
-            self.allocate_job(ssn, queue, job, tasks, jobs)
+            self.allocate_job(ssn, queue, job, tasks, jobs, failed.setdefault(job.uid, set()))
             plan.requeue(queue)
 
     @staticmethod
@@ -77,10 +97,14 @@ class AllocateAction(Action):
         job: JobInfo,
         tasks: PriorityQueue[TaskInfo],
         jobs: PriorityQueue[JobInfo],
+        failed_roles: set[str] | None = None,
     ) -> None:
+        failed_roles = set() if failed_roles is None else failed_roles
         stmt = ssn.statement()
         while tasks:
             task = tasks.pop()
+            if task.role and task.role in failed_roles:
+                continue  # a task of this role already fitted nowhere
             if not ssn.allocatable(queue, task):
                 ssn.record_fit_error(
                     job, task, f"queue {queue.name} has not enough resources left for the task"
@@ -89,6 +113,9 @@ class AllocateAction(Action):
             result = place(ssn, task)
             if isinstance(result, FitErrors):
                 ssn.record_fit_error(job, task, result)
+                failed_roles.add(task.role)
+                if need_continue(job, failed_roles):
+                    continue
                 break
             if result.fits_idle:
                 stmt.allocate(task, result.node)

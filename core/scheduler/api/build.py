@@ -61,6 +61,19 @@ def pod_shape(pod: dict, requests: Resource) -> str:
     parts["labels"] = meta.get("labels") or {}
     parts["req"] = requests.amounts
     parts["ports"] = [c.get("ports") for c in spec.get("containers") or () if c.get("ports")]
+    parts["images"] = [c.get("image") for c in spec.get("containers") or ()]
+    digest = hashlib.blake2b(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS), digest_size=12)
+    return digest.hexdigest()
+
+
+def score_shape(pod: dict, requests: Resource) -> str:
+    """A digest of what per-node scores of a pod depend on."""
+    spec = pod.get("spec") or {}
+    parts = {
+        "req": requests.amounts,
+        "node_affinity": (spec.get("affinity") or {}).get("nodeAffinity"),
+        "images": [c.get("image") for c in spec.get("containers") or ()],
+    }
     digest = hashlib.blake2b(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS), digest_size=12)
     return digest.hexdigest()
 
@@ -84,6 +97,7 @@ def task_info_from(pod: dict, job_id: str) -> TaskInfo:
         best_effort=scheduling.is_empty(),
         gated=is_scheduling_gated(pod),
         shape=pod_shape(pod, scheduling),
+        score_shape=score_shape(pod, scheduling),
         creation=meta.get("creationTimestamp") or "",
         index=pod_index(name),
         node_name=(pod.get("spec") or {}).get("nodeName") or "",

@@ -70,6 +70,8 @@ class NodeTable:
         #: ``idle + releasing - pipelined`` (what fits now, and what fits once pods leave).
         self.idle_now = np.zeros((0, width))
         self.future = np.zeros((0, width))
+        #: Bumped whenever a node's use changes, so per-shape caches know which rows are stale.
+        self.versions = np.zeros(0, dtype=np.int64)
 
     _ARRAYS = ("allocatable", "used", "releasing", "pipelined", "idle_now", "future")
 
@@ -104,6 +106,7 @@ class NodeTable:
         self.pipelined = np.vstack([self.pipelined, zeros])
         self.idle_now = np.vstack([self.idle_now, row[None, :]])
         self.future = np.vstack([self.future, row[None, :]])
+        self.versions = np.append(self.versions, 0)
 
     def replace_node(self, info: NodeInfo) -> None:
         """Update a node's static facts and allocatable, keeping its pods and use."""
@@ -121,6 +124,7 @@ class NodeTable:
         del self.nodes[position]
         for array_name in self._ARRAYS:
             setattr(self, array_name, np.delete(getattr(self, array_name), position, axis=0))
+        self.versions = np.delete(self.versions, position)
         for i in range(position, len(self.nodes)):
             self.nodes[i].position = i
             self.position[self.nodes[i].name] = i
@@ -135,12 +139,14 @@ class NodeTable:
         table.position = dict(self.position)
         for name in self._ARRAYS:
             setattr(table, name, getattr(self, name).copy())
+        table.versions = self.versions.copy()
         return table
 
     def _refresh(self, position: int) -> None:
         idle = self.allocatable[position] - self.used[position]
         self.idle_now[position] = idle
         self.future[position] = idle + self.releasing[position] - self.pipelined[position]
+        self.versions[position] += 1
 
     # -- accounting -------------------------------------------------------------------------
 

@@ -24,8 +24,15 @@ class PodGroupConditionUpdate:
 
 
 def schedulable_task_num(job: JobInfo) -> int:
-    """Tasks placed or about to be: ready ones plus pipelined ones."""
-    return job.count(READY_STATUS | TaskStatus.PIPELINED)
+    """Tasks that found room, as Volcano's gang counts them: ready ones, and pending ones whose
+    allocation this session was undone only because the gang was incomplete (pipelined tasks,
+    which still wait for room, do not count)."""
+    undone = sum(
+        1
+        for t in (job.by_status.get(TaskStatus.PENDING) or {}).values()
+        if t.last_status == TaskStatus.ALLOCATED
+    )
+    return job.count(READY_STATUS) + undone
 
 
 def _histogram(counts: Counter[str]) -> str:
@@ -33,8 +40,12 @@ def _histogram(counts: Counter[str]) -> str:
 
 
 def task_scheduling_reason(job: JobInfo, task_uid: str) -> str:
-    """Why one pending task is pending: a fit error was recorded or it was not tried."""
-    return "Unschedulable" if task_uid in job.fit_errors else "Undetermined"
+    """Why one pending task is pending: ``Schedulable`` when it found a node this session but
+    its gang did not, ``Unschedulable`` otherwise (tried or not, as Volcano reports it)."""
+    task = job.tasks.get(task_uid)
+    if task is not None and task.last_status == TaskStatus.ALLOCATED:
+        return "Schedulable"
+    return "Unschedulable"
 
 
 def job_fit_error(job: JobInfo) -> str:

@@ -68,6 +68,9 @@ class Session:
         self.plugins: dict[str, Plugin] = {}
         self._callbacks: dict[str, dict[str, Callable[..., Any]]] = {}
         self._chains: dict[str, list[list[Callable[..., Any]]]] = {}
+        self._flats: dict[str, list[Callable[..., Any]]] = {}
+        #: Per task score shape: node-order scores of every node and the node versions they saw.
+        self._score_cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.event_handlers: list[EventHandler] = []
         self.outcome = SessionOutcome()
         #: Plugin timings of this session in seconds, by (plugin, "OnSessionOpen"/"OnSessionClose").
@@ -97,6 +100,7 @@ class Session:
                 plugin.on_session_open(self)
                 self.plugin_seconds[(option.name, "OnSessionOpen")] = time.perf_counter() - started
         self._chains.clear()
+        self._flats.clear()
 
     def close(self) -> None:
         for name, plugin in self.plugins.items():
@@ -110,6 +114,7 @@ class Session:
         """Register ``fn`` as ``plugin``'s callback on extension ``point``."""
         self._callbacks.setdefault(point, {})[plugin] = fn
         self._chains.pop(point, None)
+        self._flats.pop(point, None)
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
@@ -127,9 +132,12 @@ class Session:
         self._chains[point] = tiers
         return tiers
 
-    def _flat(self, point: str) -> Iterable[Callable[..., Any]]:
-        for tier in self.chain(point):
-            yield from tier
+    def _flat(self, point: str) -> list[Callable[..., Any]]:
+        """Enabled callbacks of ``point`` in order, tiers flattened (cached)."""
+        flat = self._flats.get(point)
+        if flat is None:
+            flat = self._flats[point] = [fn for tier in self.chain(point) for fn in tier]
+        return flat
 
     # -- ordering -------------------------------------------------------------------------------
 
@@ -248,10 +256,32 @@ class Session:
         return combined
 
     def node_scores(self, task: TaskInfo, positions: np.ndarray) -> np.ndarray:
-        """Summed node-order and batch-node-order scores for the candidate ``positions``."""
+        """Summed node-order and batch-node-order scores for the candidate ``positions``.
+
+        A node-order score depends only on the task's shape and that one node (Volcano calls
+        it per node), so it is kept per shape and recomputed only for nodes whose use changed
+        since; batch scores may compare nodes with each other and are always computed fresh.
+        """
+        positions = np.asarray(positions, dtype=np.intp)
         total = np.zeros(positions.shape[0])
-        for fn in self._flat("node_order"):
-            total += fn(task, positions)
+        per_node = self._flat("node_order")
+        if per_node:
+            versions = self.nodes.versions
+            key = task.score_shape or task.shape
+            cached = self._score_cache.get(key)
+            if cached is None:
+                count = len(self.nodes)
+                cached = (np.zeros(count), np.full(count, -1, dtype=np.int64))
+                self._score_cache[key] = cached
+            scores, seen = cached
+            stale = positions[seen[positions] != versions[positions]]
+            if stale.shape[0]:
+                fresh = np.zeros(stale.shape[0])
+                for fn in per_node:
+                    fresh += fn(task, stale)
+                scores[stale] = fresh
+                seen[stale] = versions[stale]
+            total += scores[positions]
         for fn in self._flat("batch_node_order"):
             total += fn(task, positions)
         return total

@@ -64,9 +64,16 @@ class Statement:
                 self._move(op.task, op.node, op.previous)
                 self.ssn.fire_allocate(op.task)
             else:
-                self.ssn.fire_deallocate(op.task)
-                self._move(op.task, "", op.previous)
-                op.task.nominated_node = ""
+                # As Volcano's unallocate/unpipeline: the task leaves its node and job status
+                # first, then handlers hear of it (still naming the node it left).
+                task = op.task
+                task.last_status, task.last_node = task.status, task.node_name
+                if task.node_name:
+                    self.ssn.nodes.remove_task(task.node_name, task)
+                self.ssn.jobs[task.job_id].update_status(task, op.previous)
+                self.ssn.fire_deallocate(task)
+                task.node_name = ""
+                task.nominated_node = ""
         self.operations.clear()
 
     def commit(self, action: str = "") -> None:

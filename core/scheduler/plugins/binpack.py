@@ -8,6 +8,7 @@ does not have adds its weight but no score. Computed for all candidate nodes at 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -54,13 +55,31 @@ class BinpackPlugin(Plugin):
         self.weight = self.arguments.get_int(WEIGHT, 1)
         self.weights = resource_weights(self.arguments)
         self.table = ssn.nodes
+        self._requests: dict[str, _Request | None] = {}
+        self._capacities: dict[tuple[int, ...], _Capacity] = {}
         if self.weight != 0:
             ssn.register("node_order", self.name, self.node_order)
 
     def node_order(self, task: TaskInfo, positions: np.ndarray) -> np.ndarray:
+        request = self._requests.get(task.uid, _UNSEEN)
+        if request is _UNSEEN:
+            request = self._requests[task.uid] = self._request(task)
+        if request is None or not positions.size:
+            return np.zeros(positions.shape[0])
+        capacity = self._capacity(request.columns)
+        # Resources as rows and nodes as columns keep the numpy loops long and contiguous.
+        final = self.table.used.take(positions, axis=0).T[request.rows] + request.amounts
+        overflow = (final > capacity.limit.take(positions, axis=1)).any(axis=0)
+        scores = request.weights @ (final * capacity.share.take(positions, axis=1))
+        scores *= request.scale
+        scores[overflow] = 0.0
+        return scores
+
+    def _request(self, task: TaskInfo) -> _Request | None:
+        """The task's weighted resources, or None when nothing it asks for is weighted."""
         columns: list[int] = []
-        requests: list[float] = []
-        column_weights: list[float] = []
+        amounts: list[float] = []
+        weights: list[float] = []
         weight_sum = 0.0
         index = self.table.index.columns
         for name, amount in task.resreq.amounts.items():
@@ -71,17 +90,49 @@ class BinpackPlugin(Plugin):
             column = index.get(name)
             if column is not None and weight:
                 columns.append(column)
-                requests.append(amount)
-                column_weights.append(weight)
-        scores = np.zeros(positions.shape[0])
-        if weight_sum <= 0 or not columns or not positions.size:
-            return scores
-        capacity = self.table.allocatable[np.ix_(positions, columns)]
-        final = self.table.used[np.ix_(positions, columns)] + np.array(requests)
-        has = capacity > 0
-        overflow = (has & (final > capacity)).any(axis=1)
-        ratios = np.where(has, final / np.where(has, capacity, 1.0), 0.0)
-        scores = ratios @ np.array(column_weights) / weight_sum
-        scores *= MAX_NODE_SCORE * self.weight
-        scores[overflow] = 0.0
-        return scores
+                amounts.append(amount)
+                weights.append(weight)
+        if weight_sum <= 0 or not columns:
+            return None
+        return _Request(
+            tuple(columns),
+            np.array(columns),
+            np.array(amounts)[:, None],
+            np.array(weights),
+            MAX_NODE_SCORE * self.weight / weight_sum,
+        )
+
+    def _capacity(self, columns: tuple[int, ...]) -> _Capacity:
+        capacity = self._capacities.get(columns)
+        if capacity is None:
+            allocatable = np.ascontiguousarray(self.table.allocatable[:, list(columns)].T)
+            has = allocatable > 0
+            capacity = self._capacities[columns] = _Capacity(
+                limit=np.where(has, allocatable, np.inf),
+                share=np.where(has, 1.0 / np.where(has, allocatable, 1.0), 0.0),
+            )
+        return capacity
+
+
+@dataclass(slots=True)
+class _Request:
+    """What a task asks for of the weighted resources: their columns (as a key and as an index
+    array), amounts (a column vector), weights, and the factor 100 × ``binpack.weight`` / Σ w."""
+
+    columns: tuple[int, ...]
+    rows: np.ndarray
+    amounts: np.ndarray
+    weights: np.ndarray
+    scale: float
+
+
+@dataclass(slots=True)
+class _Capacity:
+    """Per resource (rows) and node (columns): the most it holds (∞ where it has none, so
+    nothing overflows) and 1/allocatable (0 where it has none, so the resource adds no share)."""
+
+    limit: np.ndarray
+    share: np.ndarray
+
+
+_UNSEEN = _Request((), np.zeros(0, dtype=np.intp), np.zeros((0, 1)), np.zeros(0), 0.0)

@@ -68,7 +68,8 @@ class GangPlugin(Plugin):
 
     @staticmethod
     def job_starving(job: JobInfo) -> bool:
-        return job.is_starving() or (bool(job.min_task_member) and job.check_task_starving())
+        # Only the job minimum matters for preemption, not the per-role ones (reference §3.5).
+        return job.is_starving()
 
     @staticmethod
     def victims(ssn: Session):  # type: ignore[no-untyped-def]

@@ -1,12 +1,16 @@
 """The ``nodeorder`` plugin: kube-scheduler's score plugins, each times a Volcano weight.
 
 As in Volcano, the scores that stand alone per node (least/most requested, balanced
-allocation, node affinity, image locality) are registered on ``node_order``, and the ones kube
-normalises across the candidate nodes (inter-pod affinity, taint toleration, topology spread)
-on ``batch_node_order``. Every score is on kube's 0..100 scale with kube's integer truncation,
-except node affinity, which Volcano adds unnormalised (the sum of matching preferred weights).
+allocation, node affinity) are registered on ``node_order``, and the ones kube normalises
+across the candidate nodes (inter-pod affinity, taint toleration, topology spread) on
+``batch_node_order``. The session keeps ``node_order`` scores per pod shape while a node's use
+is unchanged, so image locality, which depends on container images that are not part of a
+shape, is computed with the batch scores instead (the total is the same).
+
+Every score is on kube's 0..100 scale with kube's integer truncation, except node affinity,
+which Volcano adds unnormalised (the sum of matching preferred weights).
 All of it is computed for the candidate positions at once; what depends only on the pod shape
-is cached per shape for the session.
+and node facts is kept per shape while the nodes stay the same (see ``NodeIndex.memo``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from stromboli.core.scheduler.api.job import TaskInfo
 from stromboli.core.scheduler.framework.plugin import Plugin, register_plugin
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.plugins.predicates import nodeaffinity, podaffinity, spread, taints
+from stromboli.core.scheduler.plugins.predicates.nodeindex import NodeIndex
 from stromboli.core.scheduler.plugins.predicates.podspec import spec_of
 from stromboli.core.scheduler.plugins.predicates.state import SessionState
 
@@ -27,7 +32,7 @@ MAX_NODE_SCORE = 100.0
 #: kube-scheduler's request assumed for a pod that requests no cpu / no memory when scoring.
 DEFAULT_MILLI_CPU = 100.0
 DEFAULT_MEMORY = 200.0 * 1024 * 1024
-DEFAULTS = np.array([DEFAULT_MILLI_CPU, DEFAULT_MEMORY])
+DEFAULTS = np.array([[DEFAULT_MILLI_CPU], [DEFAULT_MEMORY]])
 _MB = 1024.0 * 1024.0
 #: kube's ImageLocality thresholds: below 23 MB nothing counts, 1000 MB per container is full.
 IMAGE_MIN = 23 * _MB
@@ -53,18 +58,21 @@ WEIGHTS: dict[str, int] = {
     POD_TOPOLOGY_SPREAD: 2,
 }
 RESOURCE_SCORES = (LEAST_REQUESTED, MOST_REQUESTED, BALANCED_RESOURCE)
-PER_NODE = (LEAST_REQUESTED, MOST_REQUESTED, BALANCED_RESOURCE, NODE_AFFINITY, IMAGE_LOCALITY)
-NORMALISED = (POD_AFFINITY, TAINT_TOLERATION, POD_TOPOLOGY_SPREAD)
+PER_NODE = (*RESOURCE_SCORES, NODE_AFFINITY)
+NORMALISED = (POD_AFFINITY, TAINT_TOLERATION, POD_TOPOLOGY_SPREAD, IMAGE_LOCALITY)
+#: Soft-taint counts of a shape that no node's taints affect (every node then scores 100).
+_NO_COUNTS = np.zeros(0)
 
 
 @dataclass(slots=True)
 class Capacity:
-    """Allocatable cpu and memory per node (rows; columns cpu, memory), prepared once per
-    session for the resource scores.
+    """Allocatable cpu and memory of every node (rows cpu, memory; a column per node), prepared
+    once per session for the resource scores.
 
     kube leaves out a resource the node does not have: ``safe`` holds 1 there so divisions stay
     finite; ``shares`` holds, per node, how many of the two it has (at least 1) and the factor
-    of the two-resource standard deviation (½, or 0 when it has fewer than two).
+    of the two-resource standard deviation (½, or 0 when it has fewer than two). Rows of
+    resources and columns of nodes keep the numpy loops long and contiguous.
     """
 
     amount: np.ndarray
@@ -73,27 +81,52 @@ class Capacity:
 
     @classmethod
     def of(cls, allocatable: np.ndarray) -> Capacity:
-        amount = np.ascontiguousarray(allocatable[:, :2])
-        count = (amount > 0).sum(axis=1).astype(float)
-        shares = np.stack([np.maximum(count, 1.0), np.where(count == 2, 0.5, 0.0)], axis=1)
+        amount = np.ascontiguousarray(allocatable[:, :2].T)
+        count = (amount > 0).sum(axis=0).astype(float)
+        shares = np.stack([np.maximum(count, 1.0), np.where(count == 2, 0.5, 0.0)])
         return cls(amount=amount, safe=np.where(amount > 0, amount, 1.0), shares=shares)
 
 
-def least_requested(requested: np.ndarray, capacity: np.ndarray, safe: np.ndarray) -> np.ndarray:
-    """floor(100 × free / capacity) per resource; 0 when it overflows or the node lacks it."""
-    return np.maximum(np.floor((capacity - requested) * MAX_NODE_SCORE / safe), 0.0)
+def least_requested(
+    requested: np.ndarray, capacity: np.ndarray, safe: np.ndarray, shares: np.ndarray
+) -> np.ndarray:
+    """Mean over cpu and memory of floor(100 × free / capacity), floored; a resource that
+    overflows scores 0, one the node lacks is left out of the mean."""
+    per = capacity - requested
+    per *= MAX_NODE_SCORE
+    per /= safe
+    np.floor(per, out=per)
+    np.maximum(per, 0.0, out=per)
+    return _mean(per, shares)
 
 
-def most_requested(requested: np.ndarray, capacity: np.ndarray, safe: np.ndarray) -> np.ndarray:
-    """floor(100 × min(requested, capacity) / capacity) per resource."""
-    return np.floor(np.minimum(requested, capacity) * MAX_NODE_SCORE / safe)
+def most_requested(
+    requested: np.ndarray, capacity: np.ndarray, safe: np.ndarray, shares: np.ndarray
+) -> np.ndarray:
+    """Mean over cpu and memory of floor(100 × min(requested, capacity) / capacity)."""
+    per = np.minimum(requested, capacity)
+    per *= MAX_NODE_SCORE
+    per /= safe
+    np.floor(per, out=per)
+    return _mean(per, shares)
 
 
-def balanced_allocation(fractions: np.ndarray, half: np.ndarray) -> np.ndarray:
+def _mean(per: np.ndarray, shares: np.ndarray) -> np.ndarray:
+    mean = per[0] + per[1]
+    mean /= shares[0]
+    return np.floor(mean, out=mean)
+
+
+def balanced_allocation(fractions: np.ndarray, shares: np.ndarray) -> np.ndarray:
     """floor(100 × (1 − standard deviation of the cpu and memory fractions)), fractions capped
-    at 1; for two resources the deviation is half their difference."""
-    capped = np.minimum(fractions, 1.0)
-    return np.floor((1.0 - np.abs(capped[:, 0] - capped[:, 1]) * half) * MAX_NODE_SCORE)
+    at 1; for two resources the deviation is half their difference. Overwrites ``fractions``."""
+    np.minimum(fractions, 1.0, out=fractions)
+    spread = fractions[0] - fractions[1]
+    np.abs(spread, out=spread)
+    spread *= shares[1]
+    np.subtract(1.0, spread, out=spread)
+    spread *= MAX_NODE_SCORE
+    return np.floor(spread, out=spread)
 
 
 def normalized_image(name: str) -> str:
@@ -109,6 +142,22 @@ def pod_images(pod: dict) -> tuple[str, ...]:
     return tuple(normalized_image(c["image"]) for c in containers if c.get("image"))
 
 
+def image_locality(index: NodeIndex, images: tuple[str, ...]) -> np.ndarray:
+    """kube's ImageLocality per node: the sizes of the pod's images present there, each scaled
+    by the share of nodes holding it, mapped from [23 MB, 1000 MB × containers] to 0..100."""
+    if not images:
+        return np.zeros(index.size)
+    sums = np.zeros(index.size)
+    known = index.images
+    for name in images:
+        state = known.get(name)
+        if state is not None:
+            sums[state.positions] += np.floor(state.size * state.positions.size / index.size)
+    high = IMAGE_MAX_PER_CONTAINER * len(images)
+    clipped = np.clip(sums, IMAGE_MIN, high)
+    return np.floor(MAX_NODE_SCORE * (clipped - IMAGE_MIN) / (high - IMAGE_MIN))
+
+
 @register_plugin
 class NodeOrderPlugin(Plugin):
     name = "nodeorder"
@@ -119,9 +168,10 @@ class NodeOrderPlugin(Plugin):
         self.weight = weight
         self.state = SessionState.of(ssn)
         self.table = ssn.nodes
-        self.capacity = Capacity.of(ssn.nodes.allocatable)
+        self.capacity = self.state.nodes.memo(
+            ("capacity",), lambda: Capacity.of(ssn.nodes.allocatable)
+        )
         self._resource_weights = any(weight[k] for k in RESOURCE_SCORES)
-        self._images: dict[tuple[str, ...], np.ndarray] = {}
         self._images_by_task: dict[str, np.ndarray] = {}
         if any(weight[k] for k in PER_NODE):
             ssn.register("node_order", self.name, self.node_order)
@@ -144,8 +194,6 @@ class NodeOrderPlugin(Plugin):
                 if masks.preferred is None:
                     masks.preferred = nodeaffinity.preferred_scores(self.state.nodes, spec)
                 total += weight[NODE_AFFINITY] * masks.preferred[positions]
-        if weight[IMAGE_LOCALITY]:
-            total += weight[IMAGE_LOCALITY] * self._image_scores(task)[positions]
         return total
 
     def _resource_scores(self, task: TaskInfo, positions: np.ndarray) -> np.ndarray:
@@ -153,26 +201,29 @@ class NodeOrderPlugin(Plugin):
         weight = self.weight
         table = self.table
         cap = self.capacity
-        request = table.task_vector(task)[:2]
-        capacity = cap.amount.take(positions, axis=0)
-        safe = cap.safe.take(positions, axis=0)
-        shares = cap.shares.take(positions, axis=0)
-        used = table.used.take(positions, axis=0)[:, :2]
+        request = table.task_vector(task)[:2, None]
+        capacity = cap.amount.take(positions, axis=1)
+        safe = cap.safe.take(positions, axis=1)
+        shares = cap.shares.take(positions, axis=1)
+        used = np.ascontiguousarray(table.used.take(positions, axis=0)[:, :2].T)
         total = np.zeros(positions.shape[0])
         if weight[LEAST_REQUESTED] or weight[MOST_REQUESTED]:
             # kube scores a pod that requests nothing as if it asked for a small default.
             requested = used + np.where(request > 0, request, DEFAULTS)
             if weight[LEAST_REQUESTED]:
-                least = least_requested(requested, capacity, safe)
-                least = np.floor((least[:, 0] + least[:, 1]) / shares[:, 0])
-                total += weight[LEAST_REQUESTED] * least
+                least = least_requested(requested, capacity, safe, shares)
+                least *= weight[LEAST_REQUESTED]
+                total += least
             if weight[MOST_REQUESTED]:
-                most = most_requested(requested, capacity, safe)
-                most = np.floor((most[:, 0] + most[:, 1]) / shares[:, 0])
-                total += weight[MOST_REQUESTED] * most
+                most = most_requested(requested, capacity, safe, shares)
+                most *= weight[MOST_REQUESTED]
+                total += most
         if weight[BALANCED_RESOURCE]:
-            balanced = balanced_allocation((used + request) / safe, shares[:, 1])
-            total += weight[BALANCED_RESOURCE] * balanced
+            used += request
+            used /= safe
+            balanced = balanced_allocation(used, shares)
+            balanced *= weight[BALANCED_RESOURCE]
+            total += balanced
         return total
 
     def _image_scores(self, task: TaskInfo) -> np.ndarray:
@@ -182,25 +233,8 @@ class NodeOrderPlugin(Plugin):
         return scores
 
     def _image_scores_of(self, images: tuple[str, ...]) -> np.ndarray:
-        scores = self._images.get(images)
-        if scores is None:
-            index = self.state.nodes
-            sums = np.zeros(index.size)
-            known = index.images if images else {}
-            for name in images:
-                state = known.get(name)
-                if state is not None:
-                    sums[state.positions] += np.floor(
-                        state.size * state.positions.size / max(index.size, 1)
-                    )
-            if images:
-                high = IMAGE_MAX_PER_CONTAINER * len(images)
-                clipped = np.clip(sums, IMAGE_MIN, high)
-                scores = np.floor(MAX_NODE_SCORE * (clipped - IMAGE_MIN) / (high - IMAGE_MIN))
-            else:
-                scores = sums
-            self._images[images] = scores
-        return scores
+        index = self.state.nodes
+        return index.memo(("images", images), lambda: image_locality(index, images))
 
     # -- normalised scores -----------------------------------------------------------------------
 
@@ -214,14 +248,18 @@ class NodeOrderPlugin(Plugin):
         if weight[TAINT_TOLERATION]:
             masks = state.static(task, spec)
             if masks.soft_taints is None:
-                masks.soft_taints = taints.intolerable_soft_counts(state.nodes, spec)
-            counts = masks.soft_taints[positions]
-            high = counts.max()
-            if high > 0:
-                scores = MAX_NODE_SCORE - np.floor(counts * MAX_NODE_SCORE / high)
+                counts = taints.intolerable_soft_counts(state.nodes, spec)
+                masks.soft_taints = counts if counts.any() else _NO_COUNTS
+            if masks.soft_taints is _NO_COUNTS:
+                total += weight[TAINT_TOLERATION] * MAX_NODE_SCORE
             else:
-                scores = np.full(positions.shape[0], MAX_NODE_SCORE)
-            total += weight[TAINT_TOLERATION] * scores
+                counts = masks.soft_taints[positions]
+                high = counts.max()
+                if high > 0:
+                    scores = MAX_NODE_SCORE - np.floor(counts * MAX_NODE_SCORE / high)
+                else:
+                    scores = np.full(positions.shape[0], MAX_NODE_SCORE)
+                total += weight[TAINT_TOLERATION] * scores
         if weight[POD_AFFINITY] and (
             spec.affinity_preferred or spec.anti_preferred or state.pods.scoring_shapes
         ):
@@ -231,6 +269,8 @@ class NodeOrderPlugin(Plugin):
         if weight[POD_TOPOLOGY_SPREAD] and spec.spread_soft:
             masks = state.static(task, spec)
             total += weight[POD_TOPOLOGY_SPREAD] * spread.scores(
-                state.nodes, state.pods, spec, positions, masks.affinity_ok, masks.taints_ok
+                state.nodes, state.pods, spec, positions, masks
             )
+        if weight[IMAGE_LOCALITY] and state.nodes.images:
+            total += weight[IMAGE_LOCALITY] * self._image_scores(task)[positions]
         return total

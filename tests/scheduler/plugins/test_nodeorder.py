@@ -76,7 +76,7 @@ class Scores:
         return task_info_from(raw, "job")
 
     def of(self, raw: dict, positions: list[int] | None = None) -> list[float]:
-        where = np.arange(self.size) if positions is None else np.array(positions)
+        where = np.arange(self.size) if positions is None else np.array(positions, dtype=np.intp)
         return self.ssn.node_scores(self.task(raw), where).tolist()
 
 
@@ -222,6 +222,21 @@ def test_existing_pods_terms_score_the_incoming_pod(zones: list[dict]) -> None:
     scores = Scores(zones, [fan], only(podaffinity=1))
     assert scores.of(pod("p", {"app": "p"})) == [0.0, 0.0, 100.0]
     assert scores.of(pod("q", {"app": "q"})) == [0.0, 0.0, 0.0]
+
+
+def test_existing_pods_required_affinity_counts_with_weight_one(zones: list[dict]) -> None:
+    required = {
+        "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term({"app": "p"})]}
+    }
+    preferred = [{"weight": 2, "podAffinityTerm": _term({"app": "p"})}]
+    anti = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferred}}
+    placed = [
+        pod("needs-p", {"app": "x"}, on="a1", affinity=required),
+        pod("avoids-p", {"app": "y"}, on="b1", affinity=anti),
+    ]
+    scores = Scores([*zones, node("c1", {ZONE: "c"})], placed, only(podaffinity=1))
+    # raw: zone a +1, zone b −2, zone c 0 → (raw + 2) / 3 × 100.
+    assert scores.of(pod("p", {"app": "p"})) == [100.0, 100.0, 0.0, 66.0]
 
 
 def test_no_affinity_anywhere_scores_zero(zones: list[dict]) -> None:

@@ -752,3 +752,87 @@ def test_combined_reasons_count_each_node_once() -> None:
     counts = np.sum([mask for mask, _, _ in result.reasons], axis=0)
     assert counts.tolist() == [1, 1, 0]
     assert result.passed.tolist() == [False, False, True]
+
+
+def test_yaml_boolean_in_node_selector_matches_the_label_text() -> None:
+    world = World([node("a", {"gpu": "true"}), node("b", {"gpu": "false"})])
+    assert world.passing(pod("p", nodeSelector={"gpu": True})) == ["a"]
+
+
+def test_node_without_pod_capacity_is_not_limited() -> None:
+    raw = node("a")
+    del raw["status"]["allocatable"]["pods"]
+    world = World([raw], placed=[pod("x", on="a")])
+    assert world.passing(pod("p")) == ["a"]
+
+
+def test_next_session_reuses_node_columns_only_while_nodes_are_unchanged() -> None:
+    first = World([node("a", {"zone": "x"}), node("b", {"zone": "y"})])
+    assert first.passing(pod("p", nodeSelector={"zone": "x"})) == ["a"]
+    index = first.plugin.state.nodes
+    table = first.ssn.nodes.copy()
+    option = PluginOption("predicates", Arguments("predicates"))
+    config = SchedulerConfig([], [[option]], {})
+    again = Session(Snapshot({}, {}, table), config, datetime(2024, 1, 1, tzinfo=UTC))
+    again.open()
+    assert again.plugins["predicates"].state.nodes is index  # type: ignore[attr-defined]
+    table.replace_node(node_info_from(node("a", {"zone": "y"})))
+    changed = Session(Snapshot({}, {}, table), config, datetime(2024, 1, 1, tzinfo=UTC))
+    changed.open()
+    task = task_info_from(pod("q", nodeSelector={"zone": "x"}), "q")
+    assert changed.plugins["predicates"].state.nodes is not index  # type: ignore[attr-defined]
+    assert changed.predicate(task).passed.tolist() == [False, False]
+
+
+def test_pipelined_pod_counts_for_anti_affinity() -> None:
+    world = World([node("a"), node("b")])
+    affinity = required("podAntiAffinity", pod_term({"app": "solo"}))
+    task = world._task(pod("s0", {"app": "solo"}, affinity=affinity))
+    world.ssn.statement().pipeline(task, "a")
+    assert world.passing(pod("s1", {"app": "solo"}, affinity=affinity)) == ["b"]
+
+
+def test_nodeorder_and_predicates_share_one_session_state() -> None:
+    from stromboli.core.scheduler.plugins.nodeorder import NodeOrderPlugin
+
+    table = NodeTable()
+    table.add_node(node_info_from(node("a")))
+    options = [
+        PluginOption("predicates", Arguments("predicates")),
+        PluginOption(NodeOrderPlugin.name, Arguments(NodeOrderPlugin.name)),
+    ]
+    ssn = Session(
+        Snapshot({}, {}, table),
+        SchedulerConfig([], [options], {}),
+        datetime(2024, 1, 1, tzinfo=UTC),
+    )
+    ssn.open()
+    assert ssn.plugins["predicates"].state is ssn.plugins["nodeorder"].state  # type: ignore[attr-defined]
+    assert len(ssn.event_handlers) == 1
+
+
+def test_node_index_survives_a_node_update_that_changes_nothing_it_uses() -> None:
+    world = World([node("a", {"zone": "x"}), node("b", {"zone": "y"})])
+    index = world.plugin.state.nodes
+    table = world.ssn.nodes.copy()
+    heartbeat = node("a", {"zone": "x"})
+    heartbeat["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    table.replace_node(node_info_from(heartbeat))
+    option = PluginOption("predicates", Arguments("predicates"))
+    again = Session(
+        Snapshot({}, {}, table),
+        SchedulerConfig([], [[option]], {}),
+        datetime(2024, 1, 1, tzinfo=UTC),
+    )
+    again.open()
+    assert again.plugins["predicates"].state.nodes is index  # type: ignore[attr-defined]
+    cordoned = node("b", {"zone": "y"}, unschedulable=True)
+    table.replace_node(node_info_from(cordoned))
+    last = Session(
+        Snapshot({}, {}, table),
+        SchedulerConfig([], [[option]], {}),
+        datetime(2024, 1, 1, tzinfo=UTC),
+    )
+    last.open()
+    assert last.plugins["predicates"].state.nodes is not index  # type: ignore[attr-defined]
+    assert last.predicate(task_info_from(pod("p"), "p")).passed.tolist() == [True, False]

@@ -1,19 +1,34 @@
-"""Node labels, taints and images of one session as numpy columns.
+"""Node labels, taints and images as numpy columns, kept while the nodes stay the same.
 
 Filters and scores over thousands of nodes must not loop over nodes in Python per pod. Each
-label key a pod refers to becomes, once per session, an integer column (one value number per
-node, 0 where the label is missing); a label test is then one table lookup over all nodes.
-Nodes with the same taints share a taint signature, so toleration checks run per signature.
+label key a pod refers to becomes an integer column (one value number per node, 0 where the
+label is missing); a label test is then one table lookup over all nodes. Nodes with the same
+taints share a taint signature, so toleration checks run per signature.
+
+Node facts that matter here (names, labels, taints, cordons, images) rarely change between
+cycles, so the index, with everything memoised on it such as per-shape masks, is reused by the
+next session while they stay the same. The scheduler cache hands every session the same label
+dicts and node objects until a node changes, so the check is an identity test per node; a node
+whose object changed (a status heartbeat, say) is compared field by field, and only a real
+change of those facts rebuilds the index.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from operator import attrgetter, is_
+from typing import TypeVar
 
 import numpy as np
 
 from stromboli.core.scheduler.api.node import NodeTable
+
+T = TypeVar("T")
+#: Most memoised entries (per-shape masks and the like) one index keeps.
+MEMO_LIMIT = 4096
+_FACTS = (attrgetter("labels"), attrgetter("taints"), attrgetter("node"))
 
 #: One taint as (key, value, effect).
 Taint = tuple[str, str, str]
@@ -72,30 +87,64 @@ class ImageState:
 
 
 class NodeIndex:
-    """Lazily built per-session columns over ``table``'s nodes."""
+    """Lazily built columns over ``table``'s nodes; obtain with :func:`node_index`."""
 
     def __init__(self, table: NodeTable) -> None:
         self.table = table
         self.size = len(table)
+        #: The node objects the index was built from (labels, taints, raw node), to recognise
+        #: an unchanged cluster; refreshed when an equal node arrives as a new object.
+        self.facts = [list(map(get, table.nodes)) for get in _FACTS]
+        self.node_names = [node.name for node in table.nodes]
+        self.cordoned = [node.unschedulable for node in table.nodes]
+        self._memo: dict[Hashable, object] = {}
         self._columns: dict[str, LabelColumn] = {}
         self._numbers: dict[str, np.ndarray] = {}
         self._unschedulable: np.ndarray | None = None
         self._taints: TaintTable | None = None
         self._images: dict[str, ImageState] | None = None
 
+    def describes(self, table: NodeTable) -> bool:
+        """Whether ``table``'s nodes have the facts this index was built from."""
+        nodes = table.nodes
+        if len(nodes) != self.size or [n.unschedulable for n in nodes] != self.cordoned:
+            return False
+        if all(
+            all(map(is_, map(get, nodes), facts))
+            for get, facts in zip(_FACTS, self.facts, strict=True)
+        ):
+            return True
+        labels, taints, raws = self.facts
+        for i, node in enumerate(nodes):
+            if node.labels is labels[i] and node.taints is taints[i] and node.node is raws[i]:
+                continue
+            if (
+                node.name != self.node_names[i]
+                or node.labels != labels[i]
+                or node.taints != taints[i]
+                or _images(node.node) != _images(raws[i])
+            ):
+                return False
+            labels[i], taints[i], raws[i] = node.labels, node.taints, node.node
+        return True
+
+    def memo(self, key: Hashable, build: Callable[[], T]) -> T:
+        """A value derived from node facts only (and ``key``), built once per index."""
+        value = self._memo.get(key)
+        if value is None:
+            if len(self._memo) >= MEMO_LIMIT:
+                self._memo.clear()
+            value = self._memo[key] = build()
+        return value  # type: ignore[return-value]
+
     def column(self, key: str) -> LabelColumn:
         column = self._columns.get(key)
         if column is None:
-            vocab: dict[str, int] = {}
-            slots = np.zeros(self.size, dtype=np.int32)
-            for i, node in enumerate(self.table.nodes):
-                value = node.labels.get(key)
-                if value is not None:
-                    slot = vocab.get(value)
-                    if slot is None:
-                        slot = vocab[value] = len(vocab) + 1
-                    slots[i] = slot
-            column = self._columns[key] = LabelColumn(slots, vocab)
+            vocab: dict[str | None, int] = {None: 0}
+            numbered = [vocab.setdefault(labels.get(key), len(vocab)) for labels in self.facts[0]]
+            del vocab[None]
+            slots = np.array(numbered, dtype=np.int32)
+            column = self._columns[key] = LabelColumn(slots, vocab)  # type: ignore[arg-type]
         return column
 
     def numbers(self, key: str) -> np.ndarray:
@@ -123,9 +172,7 @@ class NodeIndex:
     @property
     def unschedulable(self) -> np.ndarray:
         if self._unschedulable is None:
-            self._unschedulable = np.fromiter(
-                (node.unschedulable for node in self.table.nodes), dtype=bool, count=self.size
-            )
+            self._unschedulable = np.array(self.cordoned, dtype=bool)
         return self._unschedulable
 
     @property
@@ -133,11 +180,11 @@ class NodeIndex:
         if self._taints is None:
             known: dict[tuple[Taint, ...], int] = {(): 0}
             ids = np.zeros(self.size, dtype=np.int32)
-            for i, node in enumerate(self.table.nodes):
-                if node.taints:
+            for i, node_taints in enumerate(self.facts[1]):
+                if node_taints:
                     signature = tuple(
                         (t.get("key") or "", t.get("value") or "", t.get("effect") or "")
-                        for t in node.taints
+                        for t in node_taints
                     )
                     ids[i] = known.setdefault(signature, len(known))
             self._taints = TaintTable(ids, list(known))
@@ -148,8 +195,8 @@ class NodeIndex:
         """Images reported in node status, by every name they are known under."""
         if self._images is None:
             found: dict[str, tuple[list[int], float]] = {}
-            for i, node in enumerate(self.table.nodes):
-                for image in (node.node.get("status") or {}).get("images") or ():
+            for i, raw in enumerate(self.facts[2]):
+                for image in _images(raw):
                     size = float(image.get("sizeBytes") or 0)
                     for name in image.get("names") or ():
                         entry = found.setdefault(name, ([], size))
@@ -159,3 +206,21 @@ class NodeIndex:
                 for name, (positions, size) in found.items()
             }
         return self._images
+
+
+def _images(node: dict) -> list[dict]:
+    return (node.get("status") or {}).get("images") or []
+
+
+_last: NodeIndex | None = None
+
+
+def node_index(table: NodeTable) -> NodeIndex:
+    """The index of ``table``'s nodes: the previous session's when no node changed."""
+    global _last
+    index = _last
+    if index is None or not index.describes(table):
+        index = _last = NodeIndex(table)
+    else:
+        index.table = table
+    return index

@@ -2,8 +2,9 @@
 
 Order per node (the first failing filter names the reason, as in Volcano): pod count,
 unschedulable, node affinity/selector, taints, host ports, inter-pod affinity, topology spread.
-The static part (unschedulable, node affinity, taints) depends only on the pod shape, so its
-``Filter`` is built once per shape per session and returned as is while nothing dynamic
+The static part (unschedulable, node affinity, taints) depends only on the pod shape and node
+facts, so its ``Filter`` is built once per shape while no node changes (kept with the node
+index across sessions) and returned as is, never to be modified, while nothing dynamic
 applies; dynamic filters run only when the pod asks for ports, pod (anti-)affinity or
 spreading, when a placed pod has required anti-affinity, or when some node is full of pods.
 Volume and DRA filters have no meaning without volume objects in the snapshot; their switches
@@ -11,6 +12,8 @@ are accepted and ignored.
 """
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 from stromboli.core.scheduler.api.job import TaskInfo
 from stromboli.core.scheduler.framework.filters import Filter
@@ -31,7 +34,7 @@ from stromboli.core.scheduler.plugins.predicates.state import SessionState, Stat
 @register_plugin
 class PredicatesPlugin(Plugin):
     name = "predicates"
-    known_arguments = {  # noqa: RUF012 - the base class declares it a ClassVar
+    known_arguments: ClassVar[dict[str, object]] = {
         "predicate.NodeAffinityEnable": True,
         "predicate.NodePortsEnable": True,
         "predicate.TaintTolerationEnable": True,
@@ -56,6 +59,7 @@ class PredicatesPlugin(Plugin):
         self.pod_affinity = args.get_bool("predicate.PodAffinityEnable", True)
         self.topology_spread = args.get_bool("predicate.PodTopologySpreadEnable", True)
         self.state = SessionState.of(ssn)
+        self._flags = (self.node_affinity, self.taint_toleration)
         self._filters: dict[str, Filter] = {}
         ssn.register("pre_predicate", self.name, self.pre_predicate)
         ssn.register("predicate", self.name, self.predicate)
@@ -69,8 +73,10 @@ class PredicatesPlugin(Plugin):
         spec = spec_of(task)
         static = self._filters.get(task.shape)
         if static is None:
-            static = self._filters[task.shape] = self._static_filter(task, spec)
-        if not self._dynamic(spec):
+            static = self._filters[task.shape] = self.state.nodes.memo(
+                ("filter", task.shape, self._flags), lambda: self._static_filter(task, spec)
+            )
+        if not self._dynamic(task, spec):
             return static
         state = self.state
         result = Filter.all_pass(state.nodes.size)
@@ -83,19 +89,21 @@ class PredicatesPlugin(Plugin):
         if self.pod_affinity:
             podaffinity.apply_filter(result, state.nodes, state.pods, task.shape, spec)
         if self.topology_spread and spec.spread_hard:
-            masks = state.static(task, spec)
-            spread.apply_filter(
-                result, state.nodes, state.pods, spec, masks.affinity_ok, masks.taints_ok
-            )
+            spread.apply_filter(result, state.nodes, state.pods, spec, state.static(task, spec))
         return result
 
-    def _dynamic(self, spec: PodSpecInfo) -> bool:
+    def _dynamic(self, task: TaskInfo, spec: PodSpecInfo) -> bool:
         """Whether anything beyond the shape's static filter can fail a node right now."""
         state = self.state
         return (
             bool(self.node_ports and spec.ports)
             or bool(self.topology_spread and spec.spread_hard)
-            or bool(self.pod_affinity and (spec.has_pod_affinity or state.pods.anti_shapes))
+            or bool(self.pod_affinity and spec.has_pod_affinity)
+            or bool(
+                self.pod_affinity
+                and state.pods.anti_shapes
+                and state.pods.existing_anti_terms(task.shape, spec)
+            )
             or state.room.full > 0
         )
 

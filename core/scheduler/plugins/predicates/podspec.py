@@ -168,7 +168,7 @@ def parse_pod(pod: dict) -> PodSpecInfo:
     labels = dict(meta.get("labels") or {})
     info = PodSpecInfo(namespace=namespace, labels=labels)
     info.node_selector = tuple(
-        (str(k), str(v)) for k, v in sorted((spec.get("nodeSelector") or {}).items())
+        (str(k), _label_text(v)) for k, v in sorted((spec.get("nodeSelector") or {}).items())
     )
     info.tolerations = tuple(_toleration(t) for t in spec.get("tolerations") or ())
     info.ports = tuple(host_ports(pod))
@@ -180,6 +180,13 @@ def parse_pod(pod: dict) -> PodSpecInfo:
     for error in info.errors:
         log.warning("pod %s/%s: %s", namespace, meta.get("name", "?"), error)
     return info
+
+
+def _label_text(value: Any) -> str:
+    """A label value as text; YAML's unquoted ``true`` arrives as a bool."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def _toleration(raw: dict) -> Toleration:

@@ -16,86 +16,88 @@ import math
 import numpy as np
 
 from stromboli.core.scheduler.framework.filters import Filter
-from stromboli.core.scheduler.plugins.predicates.nodeindex import NodeIndex
+from stromboli.core.scheduler.plugins.predicates.nodeindex import LabelColumn, NodeIndex
 from stromboli.core.scheduler.plugins.predicates.podindex import PodIndex
 from stromboli.core.scheduler.plugins.predicates.podspec import (
     HONOR,
     PodSpecInfo,
     SpreadConstraint,
 )
+from stromboli.core.scheduler.plugins.predicates.state import StaticMasks
 
 REASON = "node(s) didn't match pod topology spread constraints"
 MISSING_LABEL_REASON = f"{REASON} (missing required label)"
 HOSTNAME = "kubernetes.io/hostname"
 
 
-def _selected_counts(
-    index: NodeIndex, pods: PodIndex, spec: PodSpecInfo, constraint: SpreadConstraint
-) -> np.ndarray:
-    """Pods per node selected by ``constraint`` in the incoming pod's namespace."""
+def _placed(
+    pods: PodIndex, spec: PodSpecInfo, constraint: SpreadConstraint
+) -> tuple[np.ndarray, np.ndarray]:
+    """Node positions and counts of the pods ``constraint`` selects in the pod's namespace."""
     namespace, selector = spec.namespace, constraint.selector
     shapes = pods.selected(
         constraint,
         lambda other: other.namespace == namespace and selector.matches(other.labels),
     )
-    positions, counts = pods.placed(shapes)
+    return pods.placed(shapes)
+
+
+def _domain_counts(
+    column: LabelColumn, eligible: np.ndarray, positions: np.ndarray, counts: np.ndarray
+) -> np.ndarray:
+    """Selected pods per domain (indexed by slot), counting only pods on eligible nodes."""
     if not positions.size:
-        return np.zeros(index.size)
-    return np.bincount(positions, weights=counts, minlength=index.size)
+        return np.zeros(column.size)
+    keep = eligible[positions]
+    return np.bincount(column.slots[positions[keep]], weights=counts[keep], minlength=column.size)
 
 
 def eligible_nodes(
     index: NodeIndex,
     constraints: tuple[SpreadConstraint, ...],
     constraint: SpreadConstraint,
-    affinity_ok: np.ndarray,
-    taints_ok: np.ndarray,
+    masks: StaticMasks,
 ) -> np.ndarray:
-    """Nodes whose pods count for ``constraint``."""
-    mask = np.ones(index.size, dtype=bool)
-    for other in constraints:
-        mask &= index.column(other.topology_key).present()
-    if constraint.node_affinity_policy == HONOR:
-        mask &= affinity_ok
-    if constraint.node_taints_policy == HONOR:
-        mask &= taints_ok
+    """Nodes whose pods count for ``constraint`` (fixed for the shape; memoised on ``masks``)."""
+    key = (constraint.hard, constraints.index(constraint))
+    mask = masks.spread_eligible.get(key)
+    if mask is None:
+        mask = np.ones(index.size, dtype=bool)
+        for other in constraints:
+            mask &= index.column(other.topology_key).present()
+        if constraint.node_affinity_policy == HONOR:
+            mask &= masks.affinity_ok
+        if constraint.node_taints_policy == HONOR:
+            mask &= masks.taints_ok
+        masks.spread_eligible[key] = mask
     return mask
 
 
 def apply_filter(
-    result: Filter,
-    index: NodeIndex,
-    pods: PodIndex,
-    spec: PodSpecInfo,
-    affinity_ok: np.ndarray,
-    taints_ok: np.ndarray,
+    result: Filter, index: NodeIndex, pods: PodIndex, spec: PodSpecInfo, masks: StaticMasks
 ) -> None:
     constraints = spec.spread_hard
     for constraint in constraints:
         column = index.column(constraint.topology_key)
         result.fail(~column.present() & result.passed, MISSING_LABEL_REASON, unresolvable=True)
-        eligible = eligible_nodes(index, constraints, constraint, affinity_ok, taints_ok)
-        slots = column.slots[eligible]
-        if not slots.size:
+        eligible = eligible_nodes(index, constraints, constraint, masks)
+        domains = np.zeros(column.size, dtype=bool)
+        domains[column.slots[eligible]] = True  # eligible nodes all carry the key: no slot 0
+        if not domains.any():
             continue
-        per_node = _selected_counts(index, pods, spec, constraint)
-        per_domain = np.bincount(slots, weights=per_node[eligible], minlength=column.size)
-        present = np.zeros(column.size, dtype=bool)
-        present[slots] = True
-        domains = int(np.count_nonzero(present))
-        smallest = per_domain[present].min() if domains >= constraint.min_domains else 0.0
+        per_domain = _domain_counts(column, eligible, *_placed(pods, spec, constraint))
+        if np.count_nonzero(domains) >= constraint.min_domains:
+            smallest = per_domain[domains].min()
+        else:
+            smallest = 0.0
         self_match = 1 if constraint.selector.matches(spec.labels) else 0
-        skew = per_domain[column.slots] + self_match - smallest
-        result.fail((skew > constraint.max_skew) & result.passed, REASON)
+        crowded = per_domain + self_match - smallest > constraint.max_skew
+        crowded[0] = False
+        result.fail(crowded[column.slots] & result.passed, REASON)
 
 
 def scores(
-    index: NodeIndex,
-    pods: PodIndex,
-    spec: PodSpecInfo,
-    positions: np.ndarray,
-    affinity_ok: np.ndarray,
-    taints_ok: np.ndarray,
+    index: NodeIndex, pods: PodIndex, spec: PodSpecInfo, positions: np.ndarray, masks: StaticMasks
 ) -> np.ndarray:
     """kube's PodTopologySpread score over candidate ``positions`` (0..100, fewer matching pods
     in a node's domains scores higher; candidates lacking a key score 0)."""
@@ -112,22 +114,17 @@ def scores(
     raw = np.zeros(candidates.shape[0])
     for constraint in constraints:
         column = index.column(constraint.topology_key)
-        per_node = _selected_counts(index, pods, spec, constraint)
+        placed, counts = _placed(pods, spec, constraint)
         candidate_slots = column.slots[candidates]
         if constraint.topology_key == HOSTNAME:
             size = candidates.shape[0]
-            counts = per_node[candidates]
+            on_node = np.bincount(placed, weights=counts, minlength=index.size)
+            found = on_node[candidates] if placed.size else np.zeros(size)
         else:
-            wanted = np.zeros(column.size, dtype=bool)
-            wanted[candidate_slots] = True
-            size = int(np.count_nonzero(wanted))
-            eligible = eligible_nodes(index, constraints, constraint, affinity_ok, taints_ok)
-            eligible &= wanted[column.slots]
-            per_domain = np.bincount(
-                column.slots[eligible], weights=per_node[eligible], minlength=column.size
-            )
-            counts = per_domain[candidate_slots]
-        raw += counts * math.log(size + 2) + (constraint.max_skew - 1)
+            size = int(np.count_nonzero(np.bincount(candidate_slots)))
+            eligible = eligible_nodes(index, constraints, constraint, masks)
+            found = _domain_counts(column, eligible, placed, counts)[candidate_slots]
+        raw += found * math.log(size + 2) + (constraint.max_skew - 1)
     raw = np.floor(raw + 0.5)
     high, low = raw.max(), raw.min()
     if high == 0:

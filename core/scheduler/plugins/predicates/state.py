@@ -9,7 +9,7 @@ a predicate call in the tens of microseconds.
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
@@ -18,7 +18,7 @@ from stromboli.core.scheduler.api.job import TaskInfo
 from stromboli.core.scheduler.api.status import TaskStatus
 from stromboli.core.scheduler.framework.session import EventHandler, Session
 from stromboli.core.scheduler.plugins.predicates import nodeaffinity, taints, unschedulable
-from stromboli.core.scheduler.plugins.predicates.nodeindex import NodeIndex
+from stromboli.core.scheduler.plugins.predicates.nodeindex import node_index
 from stromboli.core.scheduler.plugins.predicates.podcount import PodRoom
 from stromboli.core.scheduler.plugins.predicates.podindex import PodIndex
 from stromboli.core.scheduler.plugins.predicates.podspec import PodSpecInfo, spec_of
@@ -27,7 +27,7 @@ from stromboli.core.scheduler.plugins.predicates.ports import PortIndex
 
 @dataclass(slots=True)
 class StaticMasks:
-    """What depends only on a pod shape and node facts, hence is fixed for the session."""
+    """What depends only on a pod shape and node facts, hence holds while no node changes."""
 
     unschedulable: np.ndarray
     #: Nodes passing nodeSelector and required node affinity.
@@ -36,9 +36,11 @@ class StaticMasks:
     taint_failures: list[tuple[np.ndarray, str]]
     #: Nodes without an untolerated NoSchedule/NoExecute taint.
     taints_ok: np.ndarray
-    #: Lazily computed scoring inputs.
+    #: Lazily computed: preferred node affinity and soft-taint score inputs, and the nodes
+    #: counted by each spread constraint (keyed by (hard, index of the constraint)).
     preferred: np.ndarray | None = None
     soft_taints: np.ndarray | None = None
+    spread_eligible: dict[tuple[bool, int], np.ndarray] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -59,8 +61,7 @@ class SessionState:
 
     def __init__(self, ssn: Session) -> None:
         self.table = ssn.nodes
-        self.nodes = NodeIndex(ssn.nodes)
-        self._static: dict[str, StaticMasks] = {}
+        self.nodes = node_index(ssn.nodes)
         self._placed: _Placed | None = None
         #: Tasks evicted before the placed-pod views were built (they no longer count).
         self._evicted: set[str] = set()
@@ -81,30 +82,27 @@ class SessionState:
     # -- static masks ----------------------------------------------------------------------------
 
     def static(self, task: TaskInfo, spec: PodSpecInfo) -> StaticMasks:
-        masks = self._static.get(task.shape)
-        if masks is None:
-            index = self.nodes
-            failures = taints.hard_failures(index, spec)
-            taints_ok = np.ones(index.size, dtype=bool)
-            for mask, _ in failures:
-                taints_ok &= ~mask
-            masks = self._static[task.shape] = StaticMasks(
-                unschedulable=unschedulable.failures(index, spec),
-                affinity_ok=(
-                    nodeaffinity.required_mask(index, spec)
-                    if spec.has_node_constraints
-                    else np.ones(index.size, dtype=bool)
-                ),
-                taint_failures=failures,
-                taints_ok=taints_ok,
-            )
-        return masks
+        """The shape's static masks (kept with the node index, so across sessions too)."""
+        return self.nodes.memo(("static", task.shape), lambda: self._static(spec))
+
+    def _static(self, spec: PodSpecInfo) -> StaticMasks:
+        index = self.nodes
+        failures = taints.hard_failures(index, spec)
+        taints_ok = np.ones(index.size, dtype=bool)
+        for mask, _ in failures:
+            taints_ok &= ~mask
+        return StaticMasks(
+            unschedulable=unschedulable.failures(index, spec),
+            affinity_ok=(
+                nodeaffinity.required_mask(index, spec)
+                if spec.has_node_constraints
+                else np.ones(index.size, dtype=bool)
+            ),
+            taint_failures=failures,
+            taints_ok=taints_ok,
+        )
 
     # -- placed pods -----------------------------------------------------------------------------
-
-    @property
-    def built(self) -> bool:
-        return self._placed is not None
 
     def placed(self) -> _Placed:
         if self._placed is None:
@@ -166,8 +164,8 @@ class SessionState:
 
     def _on_deallocate(self, task: TaskInfo) -> None:
         if self._placed is None:
-            # An eviction leaves the pod on its node as Releasing; an undone allocation has
-            # already left it. Only the former must be skipped when the views are built.
+            # An eviction leaves the pod on its node as Releasing, so the views must skip it
+            # when they are built; an undone allocation takes the pod off its node anyway.
             if task.status == TaskStatus.RELEASING:
                 self._evicted.add(task.uid)
         else:

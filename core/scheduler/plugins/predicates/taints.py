@@ -45,7 +45,6 @@ def intolerable_soft_counts(index: NodeIndex, info: PodSpecInfo) -> np.ndarray:
         counts[sig_id] = sum(
             1
             for key, value, effect in signature
-            if effect == PREFER_NO_SCHEDULE
-            and not info.tolerates(key, value, effect)
+            if effect == PREFER_NO_SCHEDULE and not info.tolerates(key, value, effect)
         )
     return counts[table.ids]

@@ -1,0 +1,209 @@
+"""The PodGroup controller's enrolment of bare pods (reference §5.5 pg-controller)."""
+
+from __future__ import annotations
+
+import pytest
+
+from stromboli.core.api import constants as k
+from stromboli.core.clock import VirtualClock
+from stromboli.core.cluster.memory import MemoryStore
+from stromboli.core.controller.podgroup import enrol_pod, needs_podgroup, podgroup_for
+
+
+def container(cpu: str | None = None, memory: str | None = None, name: str = "main") -> dict:
+    requests = {r: v for r, v in (("cpu", cpu), ("memory", memory)) if v is not None}
+    spec: dict = {"name": name, "image": "busybox"}
+    if requests:
+        spec["resources"] = {"requests": requests}
+    return spec
+
+
+def pod(
+    name: str,
+    *,
+    uid: str | None = None,
+    cpu: str | None = None,
+    memory: str | None = None,
+    scheduler: str | None = k.DEFAULT_SCHEDULER_NAME,
+    group: str | None = None,
+    node_name: str | None = None,
+    deleting: bool = False,
+    owner: dict | None = None,
+    annotations: dict[str, str] | None = None,
+    priority_class: str | None = None,
+    containers: list[dict] | None = None,
+    init_containers: list[dict] | None = None,
+) -> dict:
+    meta: dict = {"name": name, "namespace": "default", "annotations": dict(annotations or {})}
+    if group:
+        meta["annotations"][k.GROUP_NAME_ANNOTATION] = group
+    if uid:
+        meta["uid"] = uid
+    if deleting:
+        meta["deletionTimestamp"] = "1970-01-01T00:00:00Z"
+    if owner:
+        meta["ownerReferences"] = [owner]
+    spec: dict = {"containers": containers or [container(cpu, memory)]}
+    if init_containers:
+        spec["initContainers"] = init_containers
+    if scheduler:
+        spec["schedulerName"] = scheduler
+    if node_name:
+        spec["nodeName"] = node_name
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+NAMES = {k.DEFAULT_SCHEDULER_NAME}
+OWNER = {
+    "apiVersion": "apps/v1",
+    "kind": "ReplicaSet",
+    "name": "web-abc",
+    "uid": "rs-uid",
+    "controller": True,
+}
+
+
+@pytest.fixture
+def store() -> MemoryStore:
+    return MemoryStore(VirtualClock(100), seed=3)
+
+
+# -- which pods ----------------------------------------------------------------------------------
+
+
+def test_bare_volcano_pod_needs_a_group() -> None:
+    assert needs_podgroup(pod("p", uid="u"), NAMES)
+
+
+def test_pod_with_a_group_needs_none() -> None:
+    assert not needs_podgroup(pod("p", uid="u", group="mine"), NAMES)
+
+
+@pytest.mark.parametrize("scheduler", ["default-scheduler", "other", None])
+def test_pods_of_other_schedulers_are_left_alone(scheduler: str | None) -> None:
+    assert not needs_podgroup(pod("p", uid="u", scheduler=scheduler), NAMES)
+
+
+def test_any_configured_scheduler_name_counts() -> None:
+    assert needs_podgroup(pod("p", uid="u", scheduler="batch"), {"volcano", "batch"})
+
+
+def test_assigned_or_deleting_pods_are_left_alone() -> None:
+    assert not needs_podgroup(pod("p", uid="u", node_name="n1"), NAMES)
+    assert not needs_podgroup(pod("p", uid="u", deleting=True), NAMES)
+
+
+# -- the group it gets -----------------------------------------------------------------------------
+
+
+def test_group_named_after_the_pod_uid() -> None:
+    pg = podgroup_for(pod("p", uid="pod-uid", cpu="1", memory="1Gi"))
+    assert pg["apiVersion"] == "scheduling.volcano.sh/v1beta1"
+    assert pg["kind"] == "PodGroup"
+    assert pg["metadata"]["name"] == "podgroup-pod-uid"
+    assert pg["metadata"]["namespace"] == "default"
+    assert pg["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "pod-uid", "controller": True}
+    ]
+    assert pg["spec"] == {
+        "minMember": 1,
+        "queue": "default",
+        "minResources": {"cpu": "1", "memory": "1Gi"},
+    }
+    assert pg["status"] == {"phase": "Pending"}
+
+
+def test_group_named_after_the_controller_owner() -> None:
+    pg = podgroup_for(pod("web-abc-x1", uid="pod-uid", owner=OWNER))
+    assert pg["metadata"]["name"] == "podgroup-rs-uid"
+    assert pg["metadata"]["ownerReferences"] == [OWNER]
+
+
+def test_non_controller_owner_is_not_used() -> None:
+    owner = {**OWNER, "controller": False}
+    pg = podgroup_for(pod("p", uid="pod-uid", owner=owner))
+    assert pg["metadata"]["name"] == "podgroup-pod-uid"
+
+
+def test_queue_from_the_pod_annotation() -> None:
+    p = pod("p", uid="u", annotations={k.QUEUE_NAME_ANNOTATION_KEY: "research"})
+    assert podgroup_for(p)["spec"]["queue"] == "research"
+
+
+def test_priority_class_is_copied() -> None:
+    p = pod("p", uid="u", priority_class="high")
+    assert podgroup_for(p)["spec"]["priorityClassName"] == "high"
+    assert "priorityClassName" not in podgroup_for(pod("q", uid="v"))["spec"]
+
+
+def test_min_resources_cover_init_containers() -> None:
+    p = pod("p", uid="u", containers=[container("1")], init_containers=[container("3", name="i")])
+    assert podgroup_for(p)["spec"]["minResources"] == {"cpu": "3"}
+
+
+def test_min_resources_scale_with_min_member() -> None:
+    p = pod("p", uid="u", cpu="500m", memory="1Gi")
+    pg = podgroup_for(p, min_member=3)
+    assert pg["spec"]["minMember"] == 3
+    assert pg["spec"]["minResources"] == {"cpu": "1500m", "memory": "3Gi"}
+
+
+def test_behaviour_annotations_are_propagated() -> None:
+    p = pod(
+        "p",
+        uid="u",
+        annotations={k.PREEMPTABLE_KEY: "true", "unrelated.example.com/x": "y"},
+    )
+    assert podgroup_for(p)["metadata"]["annotations"] == {k.PREEMPTABLE_KEY: "true"}
+
+
+def test_network_topology_from_annotations() -> None:
+    p = pod(
+        "p",
+        uid="u",
+        annotations={
+            k.NETWORK_TOPOLOGY_MODE_KEY: "hard",
+            k.NETWORK_TOPOLOGY_HIGHEST_TIER_KEY: "2",
+        },
+    )
+    assert podgroup_for(p)["spec"]["networkTopology"] == {"mode": "hard", "highestTierAllowed": 2}
+
+
+# -- enrolment against a store ---------------------------------------------------------------------
+
+
+async def test_enrol_creates_the_group_and_annotates_the_pod(store: MemoryStore) -> None:
+    created = await store.create(pod("solo", cpu="1"))
+    name = await enrol_pod(store, created)
+    assert name == f"podgroup-{created['metadata']['uid']}"
+    pg = await store.get(k.SCHEDULING_V1BETA1, "PodGroup", name, "default")
+    assert pg["spec"]["minMember"] == 1
+    assert pg["status"]["phase"] == "Pending"
+    annotated = await store.get("v1", "Pod", "solo", "default")
+    assert annotated["metadata"]["annotations"][k.GROUP_NAME_ANNOTATION] == name
+    assert not needs_podgroup(annotated, NAMES)
+
+
+async def test_pods_of_one_owner_share_a_group(store: MemoryStore) -> None:
+    a = await store.create(pod("web-1", cpu="1", owner=OWNER))
+    b = await store.create(pod("web-2", cpu="1", owner=OWNER))
+    assert await enrol_pod(store, a) == "podgroup-rs-uid"
+    assert await enrol_pod(store, b) == "podgroup-rs-uid"
+    groups = (await store.list(k.SCHEDULING_V1BETA1, "PodGroup", "default")).items
+    assert [g["metadata"]["name"] for g in groups] == ["podgroup-rs-uid"]
+
+
+async def test_group_is_collected_with_its_pod(store: MemoryStore) -> None:
+    created = await store.create(pod("solo", cpu="1"))
+    name = await enrol_pod(store, created)
+    await store.delete("v1", "Pod", "solo", "default")
+    groups = (await store.list(k.SCHEDULING_V1BETA1, "PodGroup", "default")).items
+    assert name not in [g["metadata"]["name"] for g in groups]
+
+
+async def test_enrol_of_a_vanished_pod(store: MemoryStore) -> None:
+    created = await store.create(pod("gone", cpu="1"))
+    await store.delete("v1", "Pod", "gone", "default")
+    assert await enrol_pod(store, created) is None
