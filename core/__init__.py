@@ -1,3 +1,3 @@
-"""Stromboli core: the Volcano-compatible API, the cluster store, the scheduler and the simulator."""
+"""Stromboli core: the Volcano-compatible API, cluster store, scheduler and simulator."""
 
 __version__ = "0.1.0"

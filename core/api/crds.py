@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel
+
 from stromboli.core.api.constants import APIEXTENSIONS_V1, HELM_RESOURCE_POLICY_ANNOTATION
 from stromboli.core.api.models import (
     Command,

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+
 from stromboli.core.api import constants as c
 from stromboli.core.api.models import (
     Command,

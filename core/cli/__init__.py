@@ -3,9 +3,9 @@
 import click
 
 from stromboli.core import __version__
-from stromboli.core.runtime import tune_gc
 from stromboli.core.cli.crds import crds
 from stromboli.core.cli.simulate import simulate
+from stromboli.core.runtime import tune_gc
 
 
 @click.group()

@@ -143,9 +143,8 @@ def parse_config(text: str, source: str = "<string>") -> SchedulerConfig:
     actions = [a.strip() for a in actions_text.split(",") if a.strip()]
     for action in actions:
         if action not in ACTIONS:
-            raise ConfigError(
-                f"{source}: actions: unknown action {action!r} (known: {', '.join(sorted(ACTIONS))})"
-            )
+            known = ", ".join(sorted(ACTIONS))
+            raise ConfigError(f"{source}: actions: unknown action {action!r} (known: {known})")
     tiers: list[list[PluginOption]] = []
     for t, tier in enumerate(data.get("tiers") or []):
         if not isinstance(tier, dict) or not isinstance(tier.get("plugins"), list):

@@ -15,6 +15,7 @@ import yaml
 from stromboli.core.api import constants as k
 from stromboli.core.api.registry import InvalidObjectError, kind_info, validate_object
 from stromboli.core.simulate.durations import parse_duration
+from stromboli.webhooks.rules.mutate import mutate_queue
 
 try:
     from yaml import CSafeLoader as _Loader
@@ -81,6 +82,9 @@ def load(paths: list[str | Path]) -> list[SimObject]:
         for where, doc in _documents(Path(path)):
             if not isinstance(doc, dict):
                 raise SimulationInputError(f"{where}: expected a Kubernetes object (a mapping)")
+            if doc.get("kind") == "Queue" and doc.get("apiVersion") == k.SCHEDULING_V1BETA1:
+                # Volcano's webhook defaults a queue before the API server validates it.
+                doc = mutate_queue(doc)
             try:
                 obj = validate_object(doc, where)
             except InvalidObjectError as err:

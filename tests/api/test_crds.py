@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
+
 from stromboli.core.api.crds import (
     CRD_SOURCES,
     build_crds,

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
+
 from stromboli.core.api.constants import (
     ConcurrencyPolicy,
     DequeueStrategy,

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+
 from stromboli.core.api.registry import (
     KINDS,
     InvalidObjectError,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+
 from stromboli.core.devcluster import ControlPlane, build_control_plane
 
 NODES = 3

@@ -8,6 +8,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+
 from stromboli.core.devcluster import (
     EXIT_CODE_ANNOTATION,
     FAIL_AFTER_ANNOTATION,

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from stromboli.core.scheduler.actions.allocate import need_continue
+from stromboli.core.scheduler.api.job import JobInfo
+from stromboli.core.scheduler.api.status import TaskStatus
 from stromboli.core.scheduler.conf import DEFAULT_CONFIG
 
-from .builders import BASIC_CONF, Cluster, conf, node, pod, podgroup, queue
+from .builders import BASIC_CONF, Cluster, conf, job_info, node, pod, podgroup, queue, task
 
 
 async def cluster(tmp_path: Path, config: str = BASIC_CONF, *objects: dict) -> Cluster:
@@ -405,3 +409,41 @@ async def test_other_roles_go_on_when_the_failed_role_has_enough(tmp_path: Path)
     # One ps fits (n2), the second fits nowhere; the worker, tried last, still gets placed.
     assert (await c.run()).bound == 2
     assert await c.node_of("pg-worker-5") == "n1"
+
+
+def _job(min_available: int, roles: list[tuple[str, TaskStatus]], **kw: Any) -> JobInfo:
+    tasks = []
+    for i, (role, status) in enumerate(roles):
+        t = task(f"t-{i}", cpu="1", role=role or None)
+        t.status = status
+        tasks.append(t)
+    return job_info(min_available, tasks, **kw)
+
+
+P, R = TaskStatus.PENDING, TaskStatus.ALLOCATED
+
+
+def test_need_continue_stops_when_every_member_is_needed() -> None:
+    assert not need_continue(_job(2, [("", P), ("", P)]), {""})
+
+
+def test_need_continue_without_roles_goes_on() -> None:
+    assert need_continue(_job(1, [("", P), ("", P)]), {""})
+
+
+def test_need_continue_checks_the_failed_roles_minimum() -> None:
+    tmm = {"ps": 1, "worker": 1}
+    assert not need_continue(
+        _job(2, [("ps", P), ("worker", P), ("worker", P)], min_task_member=tmm), {"ps"}
+    )
+    assert need_continue(
+        _job(2, [("ps", R), ("ps", P), ("worker", P)], min_task_member=tmm), {"ps"}
+    )
+
+
+def test_need_continue_counts_what_other_roles_could_add() -> None:
+    # minAvailable 2 < 1 + 2: roles are not checked, only whether enough others are left.
+    tmm = {"ps": 1, "worker": 2}
+    roles = [("ps", P), ("worker", P), ("worker", P)]
+    assert need_continue(_job(2, roles, min_task_member=tmm), {"ps"})
+    assert not need_continue(_job(2, roles, min_task_member=tmm), {"ps", "worker"})

@@ -17,6 +17,7 @@ from .builders import (
     pg_condition,
     pod,
     podgroup,
+    priority_class,
     queue,
 )
 
@@ -256,3 +257,16 @@ async def test_admission_after_a_refusal_is_written(tmp_path: Path) -> None:
     # Same gang condition as before; the phase change alone is written.
     assert pg_condition(await c.pg("pg"), "Unschedulable") == before
     assert await phase(c, "pg") == "Inqueue"
+
+
+async def test_higher_priority_group_is_admitted_first(tmp_path: Path) -> None:
+    c = await start(
+        tmp_path,
+        OVERCOMMIT,
+        node("n1", cpu="4"),
+        priority_class("high", 1000),
+        podgroup("old", 1, min_resources={"cpu": "3"}),
+        podgroup("urgent", 1, priority_class="high", min_resources={"cpu": "3"}),
+    )
+    await c.run()
+    assert (await phase(c, "old"), await phase(c, "urgent")) == ("Pending", "Inqueue")

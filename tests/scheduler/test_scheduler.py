@@ -290,3 +290,31 @@ def test_queue_fields_from_spec() -> None:
     assert q.guarantee is not None and q.guarantee.milli_cpu == 2000
     assert not q.is_open()
     assert cache.queues["root"].parent == ""
+
+
+def test_only_the_kubernetes_group_annotation_links_a_pod() -> None:
+    from stromboli.core.api import constants as k
+
+    cache = make_cache(
+        [
+            podgroup("g", 1),
+            pod("linked", uid="a", cpu="1", group="g"),
+            pod(
+                "volcano-key", uid="b", cpu="1", annotations={k.VOLCANO_GROUP_NAME_ANNOTATION: "g"}
+            ),
+        ]
+    )
+    assert set(cache.jobs["default/g"].tasks) == {"a"}
+
+
+def test_a_podgroup_links_only_pods_of_its_namespace() -> None:
+    cache = make_cache(
+        [
+            podgroup("g", 1),
+            pod("here", uid="a", cpu="1", group="g"),
+            pod("there", uid="b", cpu="1", group="g", namespace="other"),
+        ]
+    )
+    snapshot = cache.snapshot()
+    assert set(snapshot.jobs["default/g"].tasks) == {"a"}
+    assert "other/g" not in snapshot.jobs  # no PodGroup there

@@ -32,6 +32,8 @@ def arrays(ssn: Session) -> dict[str, np.ndarray]:
         "used": t.used.copy(),
         "releasing": t.releasing.copy(),
         "pipelined": t.pipelined.copy(),
+        "idle": t.idle().copy(),
+        "future_idle": t.future_idle().copy(),
     }
 
 

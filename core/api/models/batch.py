@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
+
 from stromboli.core.api.constants import (
     BATCH_V1ALPHA1,
     DEFAULT_MAX_RETRY,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field
+
 from stromboli.core.api.constants import BUS_V1ALPHA1
 from stromboli.core.api.models.common import OwnerReference, Resource
 

@@ -24,6 +24,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
+
 from stromboli.core.api.quantity import is_quantity
 
 # --- Base classes ------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field
+
 from stromboli.core.api.constants import CORE_V1, K8S_SCHEDULING_V1, PodPhase
 from stromboli.core.api.models.common import (
     Bool,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field
+
 from stromboli.core.api.constants import FLOW_V1ALPHA1, JobFlowPhase, JobPhase, RetainPolicy
 from stromboli.core.api.models.batch import JobSpec, TaskState
 from stromboli.core.api.models.common import (

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field
+
 from stromboli.core.api.constants import (
     DEFAULT_QUEUE,
     DEFAULT_QUEUE_WEIGHT,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import ConfigDict, Field, model_validator
+
 from stromboli.core.api.constants import TOPOLOGY_V1ALPHA1, MemberType
 from stromboli.core.api.models.common import (
     ApiModel,

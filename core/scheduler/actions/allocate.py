@@ -9,6 +9,8 @@ so a partial gang is never bound.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from stromboli.core.scheduler.actions.enqueue import mark_inqueue
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.queue import QueueInfo
@@ -60,7 +62,7 @@ def schedulable_jobs(ssn: Session, promote_pending: bool) -> QueueJobs:
 @register_action
 class AllocateAction(Action):
     name = "allocate"
-    known_arguments = {"predicateErrorCacheEnable": True}
+    known_arguments: ClassVar[dict[str, object]] = {"predicateErrorCacheEnable": True}
 
     def execute(self, ssn: Session) -> None:
         plan = schedulable_jobs(ssn, promote_pending="enqueue" not in ssn.config.actions)

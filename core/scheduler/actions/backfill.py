@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from typing import ClassVar
 
 from stromboli.core.scheduler.api.status import TaskStatus
 from stromboli.core.scheduler.framework.filters import FitErrors
@@ -14,7 +15,7 @@ from stromboli.core.scheduler.util.placement import place
 @register_action
 class BackfillAction(Action):
     name = "backfill"
-    known_arguments = {"predicateErrorCacheEnable": True}
+    known_arguments: ClassVar[dict[str, object]] = {"predicateErrorCacheEnable": True}
 
     def execute(self, ssn: Session) -> None:
         jobs = [

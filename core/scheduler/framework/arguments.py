@@ -33,7 +33,7 @@ class Arguments:
             return default
         value = self.values[key]
         try:
-            return int(value) if not isinstance(value, bool) else int(value)
+            return int(value)
         except (TypeError, ValueError):
             try:
                 return int(float(value))

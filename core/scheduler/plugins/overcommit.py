@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from stromboli.core.scheduler.api.job import JobInfo
 from stromboli.core.scheduler.api.resource import EPSILON, PODS, Resource
 from stromboli.core.scheduler.framework.plugin import Plugin, register_plugin
@@ -18,7 +20,7 @@ OVERUSED_MESSAGE = "resource in cluster is overused"
 @register_plugin
 class OvercommitPlugin(Plugin):
     name = "overcommit"
-    known_arguments = {"overcommit-factor": DEFAULT_FACTOR}
+    known_arguments: ClassVar[dict[str, object]] = {"overcommit-factor": DEFAULT_FACTOR}
 
     def on_session_open(self, ssn: Session) -> None:
         factor = self.arguments.get_float("overcommit-factor", DEFAULT_FACTOR)

@@ -19,8 +19,12 @@ class PriorityPlugin(Plugin):
     name = "priority"
 
     def on_session_open(self, ssn: Session) -> None:
-        ssn.register("task_order", self.name, lambda l, r: _desc(l.priority, r.priority))
-        ssn.register("job_order", self.name, lambda l, r: _desc(l.priority, r.priority))
+        ssn.register(
+            "task_order", self.name, lambda left, right: _desc(left.priority, right.priority)
+        )
+        ssn.register(
+            "job_order", self.name, lambda left, right: _desc(left.priority, right.priority)
+        )
         ssn.register("job_starving", self.name, self.job_starving)
 
         def victims(preemptor: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:

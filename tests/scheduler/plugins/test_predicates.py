@@ -637,6 +637,26 @@ def test_spread_node_affinity_policy(spreading: World) -> None:
     assert spreading.passing(ignored) == []
 
 
+def test_spread_counts_no_pods_on_nodes_outside_the_affinity() -> None:
+    world = World(
+        [
+            node("a1", {ZONE: "a", "pool": "x"}),
+            node("a2", {ZONE: "a", "pool": "y"}),
+            node("b1", {ZONE: "b", "pool": "x"}),
+        ],
+        placed=[pod("s0", {"app": "s"}, on="a2"), pod("s1", {"app": "s"}, on="a2")],
+    )
+    honour = pod(
+        "p", {"app": "s"}, topologySpreadConstraints=[spread()], nodeSelector={"pool": "x"}
+    )
+    assert world.passing(honour) == ["a1", "b1"]
+    constraints = [spread(nodeAffinityPolicy="Ignore")]
+    ignore = pod(
+        "q", {"app": "s"}, topologySpreadConstraints=constraints, nodeSelector={"pool": "x"}
+    )
+    assert world.passing(ignore) == ["b1"]
+
+
 def test_spread_node_taints_policy() -> None:
     world = World(
         [
@@ -836,3 +856,12 @@ def test_node_index_survives_a_node_update_that_changes_nothing_it_uses() -> Non
     last.open()
     assert last.plugins["predicates"].state.nodes is not index  # type: ignore[attr-defined]
     assert last.predicate(task_info_from(pod("p"), "p")).passed.tolist() == [True, False]
+
+
+def test_spread_reports_one_reason_per_node() -> None:
+    world = World([node("a", {ZONE: "a"}), node("cordoned", unschedulable=True)])
+    task = world._task(pod("p", {"app": "s"}, topologySpreadConstraints=[spread()]))
+    result = world.plugin.predicate(task)
+    assert [(mask.tolist(), reason) for mask, reason, _ in result.reasons] == [
+        ([False, True], UNSCHEDULABLE)
+    ]

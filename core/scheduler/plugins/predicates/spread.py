@@ -12,6 +12,7 @@ exist.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -52,25 +53,39 @@ def _domain_counts(
     return np.bincount(column.slots[positions[keep]], weights=counts[keep], minlength=column.size)
 
 
+@dataclass(slots=True)
+class Eligible:
+    """The nodes one constraint counts (fixed for a pod shape): their mask, the domains they
+    form (a table by slot) and how many domains that is."""
+
+    nodes: np.ndarray
+    domains: np.ndarray
+    count: int
+
+
 def eligible_nodes(
     index: NodeIndex,
     constraints: tuple[SpreadConstraint, ...],
     constraint: SpreadConstraint,
     masks: StaticMasks,
-) -> np.ndarray:
-    """Nodes whose pods count for ``constraint`` (fixed for the shape; memoised on ``masks``)."""
+) -> Eligible:
+    """Nodes whose pods count for ``constraint`` (memoised on the shape's ``masks``)."""
     key = (constraint.hard, constraints.index(constraint))
-    mask = masks.spread_eligible.get(key)
-    if mask is None:
-        mask = np.ones(index.size, dtype=bool)
+    eligible = masks.spread_eligible.get(key)
+    if eligible is None:
+        nodes = np.ones(index.size, dtype=bool)
         for other in constraints:
-            mask &= index.column(other.topology_key).present()
+            nodes &= index.column(other.topology_key).present()
         if constraint.node_affinity_policy == HONOR:
-            mask &= masks.affinity_ok
+            nodes &= masks.affinity_ok
         if constraint.node_taints_policy == HONOR:
-            mask &= masks.taints_ok
-        masks.spread_eligible[key] = mask
-    return mask
+            nodes &= masks.taints_ok
+        column = index.column(constraint.topology_key)
+        domains = np.zeros(column.size, dtype=bool)
+        domains[column.slots[nodes]] = True  # eligible nodes all carry the key: no slot 0
+        eligible = Eligible(nodes, domains, int(np.count_nonzero(domains)))
+        masks.spread_eligible[key] = eligible
+    return eligible
 
 
 def apply_filter(
@@ -79,15 +94,13 @@ def apply_filter(
     constraints = spec.spread_hard
     for constraint in constraints:
         column = index.column(constraint.topology_key)
-        result.fail(~column.present() & result.passed, MISSING_LABEL_REASON, unresolvable=True)
+        result.fail((column.slots == 0) & result.passed, MISSING_LABEL_REASON, unresolvable=True)
         eligible = eligible_nodes(index, constraints, constraint, masks)
-        domains = np.zeros(column.size, dtype=bool)
-        domains[column.slots[eligible]] = True  # eligible nodes all carry the key: no slot 0
-        if not domains.any():
+        if not eligible.count:
             continue
-        per_domain = _domain_counts(column, eligible, *_placed(pods, spec, constraint))
-        if np.count_nonzero(domains) >= constraint.min_domains:
-            smallest = per_domain[domains].min()
+        per_domain = _domain_counts(column, eligible.nodes, *_placed(pods, spec, constraint))
+        if eligible.count >= constraint.min_domains:
+            smallest = per_domain[eligible.domains].min()
         else:
             smallest = 0.0
         self_match = 1 if constraint.selector.matches(spec.labels) else 0
@@ -122,7 +135,7 @@ def scores(
             found = on_node[candidates] if placed.size else np.zeros(size)
         else:
             size = int(np.count_nonzero(np.bincount(candidate_slots)))
-            eligible = eligible_nodes(index, constraints, constraint, masks)
+            eligible = eligible_nodes(index, constraints, constraint, masks).nodes
             found = _domain_counts(column, eligible, placed, counts)[candidate_slots]
         raw += found * math.log(size + 2) + (constraint.max_skew - 1)
     raw = np.floor(raw + 0.5)

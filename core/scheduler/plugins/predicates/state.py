@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -40,7 +40,7 @@ class StaticMasks:
     #: counted by each spread constraint (keyed by (hard, index of the constraint)).
     preferred: np.ndarray | None = None
     soft_taints: np.ndarray | None = None
-    spread_eligible: dict[tuple[bool, int], np.ndarray] = field(default_factory=dict)
+    spread_eligible: dict[tuple[bool, int], Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
