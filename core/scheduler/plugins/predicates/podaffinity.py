@@ -25,31 +25,50 @@ ANTI_REASON = "node(s) didn't match pod anti-affinity rules"
 AFFINITY_REASON = "node(s) didn't match pod affinity rules"
 
 
-def _occupied_domains(index: NodeIndex, key: str, positions: np.ndarray) -> np.ndarray:
-    """Nodes sharing a ``key`` domain with any node in ``positions``."""
-    column = index.column(key)
-    return column.spread(column.slots[positions])
+class _Occupied:
+    """Nodes sharing a topology domain with the pods of some shapes, computed once per call
+    for each (shapes, key): a self-anti-affine pod asks the same question twice, once for the
+    placed pods' terms and once for its own."""
+
+    def __init__(self, index: NodeIndex, pods: PodIndex) -> None:
+        self.index = index
+        self.pods = pods
+        self.seen: dict[tuple[tuple[str, ...], str], np.ndarray | None] = {}
+
+    def nodes(self, shapes: list[str] | tuple[str, ...], key: str) -> np.ndarray | None:
+        """The nodes, or None when no such pod is placed."""
+        memo_key = (tuple(shapes), key)
+        if memo_key in self.seen:
+            return self.seen[memo_key]
+        positions, _ = self.pods.placed(shapes)
+        mask = None
+        if positions.size:
+            column = self.index.column(key)
+            mask = column.spread(column.slots[positions])
+        self.seen[memo_key] = mask
+        return mask
 
 
 def apply_filter(
     result: Filter, index: NodeIndex, pods: PodIndex, shape: str, spec: PodSpecInfo
 ) -> None:
     """Fail the nodes where ``spec``'s pod would break a required (anti-)affinity rule."""
+    occupied = _Occupied(index, pods)
     if pods.anti_shapes:
         terms = pods.existing_anti_terms(shape, spec)
         if terms:
             blocked = np.zeros(index.size, dtype=bool)
             for other, term in terms:
-                positions, _ = pods.placed((other,))
-                if positions.size:
-                    blocked |= _occupied_domains(index, term.topology_key, positions)
+                nodes = occupied.nodes((other,), term.topology_key)
+                if nodes is not None:
+                    blocked |= nodes
             result.fail(blocked & result.passed, EXISTING_ANTI_REASON)
     if spec.anti_required:
         blocked = np.zeros(index.size, dtype=bool)
         for term in spec.anti_required:
-            positions, _ = pods.placed(pods.selected_by(term))
-            if positions.size:
-                blocked |= _occupied_domains(index, term.topology_key, positions)
+            nodes = occupied.nodes(pods.selected_by(term), term.topology_key)
+            if nodes is not None:
+                blocked |= nodes
         result.fail(blocked & result.passed, ANTI_REASON)
     if spec.affinity_required:
         ok = _affinity_ok(index, pods, spec)
