@@ -131,7 +131,7 @@ class SchedulerCache:
         if not ours and not assigned:
             return
         try:
-            task = task_info_from(pod, job_id or "")
+            task = task_info_from(pod, job_id or "", old.task if old is not None else None)
         except ValueError as err:
             log.warning("ignoring pod %s/%s: %s", *_key(pod), err)
             return
@@ -140,7 +140,10 @@ class SchedulerCache:
         if job_id is not None:
             entry = self.jobs.setdefault(job_id, JobEntry())
             entry.tasks[uid] = task
-            entry.built = None
+            if entry.built is not None:
+                # Keep the built job current instead of rebuilding it: a pod changing phase
+                # is by far the most common event.
+                entry.built.add_task(task.clone())
         if task.node_name and is_counted_on_node(task.status):
             if task.node_name in self.nodes.position:
                 self.nodes.add_task(task.node_name, task)
@@ -153,7 +156,8 @@ class SchedulerCache:
             entry = self.jobs.get(record.job_id)
             if entry is not None:
                 entry.tasks.pop(task.uid, None)
-                entry.built = None
+                if entry.built is not None:
+                    entry.built.remove_task(task.uid)
                 if entry.podgroup is None and not entry.tasks:
                     del self.jobs[record.job_id]
         if task.node_name:

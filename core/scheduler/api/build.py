@@ -11,7 +11,7 @@ import orjson
 
 from stromboli.core.api import constants as k
 from stromboli.core.scheduler.api.job import TaskInfo
-from stromboli.core.scheduler.api.node import NodeInfo
+from stromboli.core.scheduler.api.node import NodeInfo, host_ports
 from stromboli.core.scheduler.api.pod import (
     annotation_or_label,
     is_scheduling_gated,
@@ -78,7 +78,32 @@ def score_shape(pod: dict, requests: Resource) -> str:
     return digest.hexdigest()
 
 
-def task_info_from(pod: dict, job_id: str) -> TaskInfo:
+def _template(pod: dict) -> tuple:
+    """What a task's static facts are computed from: the spec without ``nodeName``, and the
+    labels and annotations."""
+    spec = pod.get("spec") or {}
+    meta = pod.get("metadata") or {}
+    return (
+        {key: value for key, value in spec.items() if key != "nodeName"},
+        meta.get("labels"),
+        meta.get("annotations"),
+    )
+
+
+def task_info_from(pod: dict, job_id: str, previous: TaskInfo | None = None) -> TaskInfo:
+    """The task record of ``pod``; ``previous`` (the record of the pod's last version) lets
+    an update that only moved the pod along its lifecycle skip re-parsing requests and
+    shapes, which is most pod updates."""
+    if previous is not None and _template(previous.pod) == _template(pod):
+        task = previous.clone()
+        task.pod = pod
+        task.job_id = job_id
+        task.status = status_from_pod(pod)
+        task.node_name = (pod.get("spec") or {}).get("nodeName") or ""
+        task.nominated_node = (pod.get("status") or {}).get("nominatedNodeName") or ""
+        task.last_status = None
+        task.last_node = ""
+        return task
     meta = pod.get("metadata") or {}
     running, scheduling = pod_requests(pod)
     name = meta["name"]
@@ -98,6 +123,7 @@ def task_info_from(pod: dict, job_id: str) -> TaskInfo:
         gated=is_scheduling_gated(pod),
         shape=pod_shape(pod, scheduling),
         score_shape=score_shape(pod, scheduling),
+        host_ports=tuple(host_ports(pod)),
         creation=meta.get("creationTimestamp") or "",
         index=pod_index(name),
         node_name=(pod.get("spec") or {}).get("nodeName") or "",

@@ -43,6 +43,8 @@ class TaskInfo:
     #: Digest of what per-node scores depend on (requests, preferred node affinity, images);
     #: coarser than ``shape``, so score caches are shared by more pods.
     score_shape: str = ""
+    #: Host ports the pod asks for, as (protocol, hostIP, port).
+    host_ports: tuple[tuple[str, str, int], ...] = ()
     #: Row of the scheduling request in the snapshot's resource columns (pods column = 1).
     vector: np.ndarray | None = None
     #: Node chosen while pipelined (reported as ``nominatedNodeName``).
@@ -106,6 +108,17 @@ class JobInfo:
         self.total_request.add(task.resreq)
         if task.status & ALLOCATED_STATUS:
             self.allocated.add(task.resreq)
+
+    def remove_task(self, uid: str) -> None:
+        task = self.tasks.pop(uid, None)
+        if task is None:
+            return
+        bucket = self.by_status.get(task.status)
+        if bucket is not None:
+            bucket.pop(uid, None)
+        self.total_request.sub(task.resreq)
+        if task.status in _ALLOCATED:
+            self.allocated.sub(task.resreq)
 
     def update_status(self, task: TaskInfo, status: TaskStatus) -> None:
         """Move a task to ``status``, keeping the index and allocated total right."""

@@ -169,7 +169,8 @@ class NodeTable:
             self.used[position] += vector
             if task.status == TaskStatus.RELEASING:
                 self.releasing[position] += vector
-            node.used_ports.update(host_ports(task.pod))
+            if task.host_ports:
+                node.used_ports.update(task.host_ports)
         self._refresh(position)
 
     def remove_task(self, node_name: str, task: TaskInfo) -> None:
@@ -187,7 +188,7 @@ class NodeTable:
             self.used[position] -= vector
             if task.status == TaskStatus.RELEASING:
                 self.releasing[position] -= vector
-            for port in host_ports(task.pod):
+            for port in task.host_ports:
                 node.used_ports.discard(port)
         self._refresh(position)
 

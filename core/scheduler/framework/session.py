@@ -69,6 +69,8 @@ class Session:
         self._callbacks: dict[str, dict[str, Callable[..., Any]]] = {}
         self._chains: dict[str, list[list[Callable[..., Any]]]] = {}
         self._flats: dict[str, list[Callable[..., Any]]] = {}
+        #: Per request vector: which nodes it fits (later and now) and the node versions seen.
+        self.fit_cache: dict[tuple[bytes, bool], tuple[np.ndarray, ...]] = {}
         #: Per task score shape: node-order scores of every node and the node versions they saw.
         self._score_cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.event_handlers: list[EventHandler] = []

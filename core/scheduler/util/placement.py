@@ -60,6 +60,43 @@ def requested_columns(vector: np.ndarray) -> np.ndarray:
     return np.flatnonzero(needed)
 
 
+def _fits(room: np.ndarray, vector: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """Rows of ``room`` that hold ``vector`` on every requested column."""
+    ok = np.ones(room.shape[0], dtype=bool)
+    for column in columns:
+        ok &= room[:, column] >= vector[column] - EPSILON
+    return ok
+
+
+def resource_fit(
+    ssn: Session, vector: np.ndarray, use_future_idle: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """(nodes the request fits once releasing pods leave, nodes it fits now).
+
+    Pods with equal requests share the answer: it is kept per request for the session and
+    only the nodes whose use changed since are checked again.
+    """
+    nodes = ssn.nodes
+    key = (vector.tobytes(), use_future_idle)
+    cached = ssn.fit_cache.get(key)
+    if cached is None:
+        columns = requested_columns(vector)
+        room = nodes.future if use_future_idle else nodes.idle_now
+        resource_ok = _fits(room, vector, columns)
+        idle_ok = _fits(nodes.idle_now, vector, columns) if use_future_idle else resource_ok
+        ssn.fit_cache[key] = (resource_ok, idle_ok, nodes.versions.copy(), columns)
+        return resource_ok, idle_ok
+    resource_ok, idle_ok, seen, columns = cached
+    stale = np.flatnonzero(seen != nodes.versions)
+    if stale.shape[0]:
+        room = (nodes.future if use_future_idle else nodes.idle_now)[stale]
+        resource_ok[stale] = _fits(room, vector, columns)
+        if use_future_idle:
+            idle_ok[stale] = _fits(nodes.idle_now[stale], vector, columns)
+        seen[stale] = nodes.versions[stale]
+    return resource_ok, idle_ok
+
+
 def place(ssn: Session, task: TaskInfo, use_future_idle: bool = True) -> Placement | FitErrors:
     """The best node for ``task``, or the reasons no node fits.
 
@@ -75,30 +112,18 @@ def place(ssn: Session, task: TaskInfo, use_future_idle: bool = True) -> Placeme
         errors.add_count(objection, len(nodes))
         return errors
     vector = nodes.task_vector(task)
-    columns = requested_columns(vector)
-    room = nodes.future if use_future_idle else nodes.idle_now
-    resource_ok: np.ndarray | None = None
-    idle_ok: np.ndarray | None = None
-    shortages = []
-    for column in columns:
-        wanted = vector[column] - EPSILON
-        short = room[:, column] < wanted
-        shortages.append((short, column))
-        resource_ok = ~short if resource_ok is None else resource_ok & ~short
-        if use_future_idle:
-            fits_now = nodes.idle_now[:, column] >= wanted
-            idle_ok = fits_now if idle_ok is None else idle_ok & fits_now
-    if resource_ok is None:
-        resource_ok = np.ones(len(nodes), dtype=bool)
+    resource_ok, idle_ok = resource_fit(ssn, vector, use_future_idle)
     verdict = ssn.predicate(task)
     feasible = resource_ok & verdict.passed
     if not feasible.any():
-        for short, column in shortages:
+        room = nodes.future if use_future_idle else nodes.idle_now
+        for column in requested_columns(vector):
+            short = room[:, column] < vector[column] - EPSILON
             errors.add(short, f"Insufficient {nodes.index.names[column]}")
         for mask, reason, _ in verdict.reasons:
             errors.add(mask, reason, considered=resource_ok)
         return errors
-    idle_ok = feasible if idle_ok is None else feasible & idle_ok
+    idle_ok = feasible & idle_ok
     candidates = idle_ok if idle_ok.any() else feasible
     positions = sample(ssn, candidates)
     if positions.shape[0] > 1 and ssn.has_scorers():
