@@ -4,6 +4,7 @@ import click
 
 from stromboli.core import __version__
 from stromboli.core.cli.crds import crds
+from stromboli.core.cli.scheduler import scheduler
 from stromboli.core.cli.simulate import simulate
 from stromboli.core.runtime import tune_gc
 
@@ -17,3 +18,4 @@ def main() -> None:
 
 main.add_command(crds)
 main.add_command(simulate)
+main.add_command(scheduler)

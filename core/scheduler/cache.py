@@ -77,6 +77,8 @@ class SchedulerCache:
         self.resource_quotas: dict[tuple[str, str], dict] = {}
         self.pdbs: dict[tuple[str, str], dict] = {}
         self.hypernodes: dict[str, dict] = {}
+        #: Pods this scheduler bound whose binding the watch has not shown yet: uid → node.
+        self.assumed: dict[str, str] = {}
         #: Pods bound to nodes the cache has not seen yet, by node name.
         self._orphans: dict[str, dict[str, TaskInfo]] = {}
 
@@ -118,8 +120,23 @@ class SchedulerCache:
             "schedulerName", "default-scheduler"
         ) in self.scheduler_names
 
+    def assume_bound(self, task: TaskInfo, node: str) -> None:
+        """Treat a pod as bound to ``node`` right after a successful binding, until the watch
+        confirms it, so that the next cycle neither binds it again nor gives its room away."""
+        self.assumed[task.uid] = node
+        record = self.pods.get(task.uid)
+        if record is not None:
+            self._pod(record.task.pod, deleted=False)
+
     def _pod(self, pod: dict, deleted: bool) -> None:
         uid = pod["metadata"].get("uid") or "/".join(_key(pod))
+        assumed = self.assumed.get(uid)
+        if assumed is not None:
+            spec = pod.get("spec") or {}
+            if deleted or spec.get("nodeName"):
+                del self.assumed[uid]
+            else:
+                pod = {**pod, "spec": {**spec, "nodeName": assumed}}
         old = self.pods.pop(uid, None)
         if old is not None:
             self._forget_task(old)

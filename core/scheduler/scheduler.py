@@ -117,6 +117,8 @@ class Scheduler:
         report = WriteReport()
         await self.writer.evict(ssn.outcome.evictions, report)
         await self.writer.bind(ssn.outcome.binds, report)
+        for task in report.bound:
+            self.cache.assume_bound(task, task.node_name)
         changes = collect(ssn, format_time(now))
         await self.writer.write(changes)
         stats.write_seconds = time.perf_counter() - write_started

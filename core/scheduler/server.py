@@ -1,0 +1,145 @@
+"""``stromboli scheduler``: the scheduling loop on a live cluster.
+
+The same ``Scheduler`` the simulator drives, fed by watches instead of a virtual clock: every
+``schedule_period`` one cycle runs over the cache. Metrics and health are served over HTTP; with
+leader election only the Lease holder schedules, and a process that loses the Lease stops. A
+SIGTERM lets the current cycle finish, then releases the Lease and closes the watches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+from dataclasses import dataclass
+
+from stromboli.core.api import constants as k
+from stromboli.core.clock import Clock, SystemClock
+from stromboli.core.cluster.store import ClusterStore
+from stromboli.core.httpserve import Endpoint, healthz_app, metrics_app
+from stromboli.core.leaderelection import LeaderElector
+from stromboli.core.scheduler.conf import ConfigSource
+from stromboli.core.scheduler.metrics import SchedulerMetrics
+from stromboli.core.scheduler.scheduler import Scheduler
+
+log = logging.getLogger(__name__)
+LEASE_NAME = "vc-scheduler"
+#: A cycle older than this many periods makes /healthz fail.
+STALE_PERIODS = 30
+
+
+@dataclass(slots=True)
+class SchedulerOptions:
+    scheduler_names: tuple[str, ...] = (k.DEFAULT_SCHEDULER_NAME,)
+    scheduler_conf: str | None = None
+    schedule_period: float = 1.0
+    default_queue: str = k.DEFAULT_QUEUE
+    listen_address: str = ":8080"
+    healthz_address: str = ":11251"
+    leader_elect: bool = False
+    lock_object_namespace: str = "volcano-system"
+    bind_concurrency: int = 64
+
+
+class LostLeadership(RuntimeError):
+    """Raised when another replica took the Lease: the process must exit."""
+
+
+class SchedulerServer:
+    def __init__(
+        self, store: ClusterStore, options: SchedulerOptions, clock: Clock | None = None
+    ) -> None:
+        self.store = store
+        self.options = options
+        self.clock = clock or SystemClock()
+        self.metrics = SchedulerMetrics()
+        self.config = ConfigSource(options.scheduler_conf)
+        self.scheduler = Scheduler(
+            store,
+            self.clock,
+            self.config,
+            options.scheduler_names,
+            options.default_queue,
+            options.bind_concurrency,
+        )
+        self.stopping = asyncio.Event()
+        self.cycles = 0
+        self._last_cycle = time.monotonic()
+        self.endpoints: list[Endpoint] = []
+        self.elector: LeaderElector | None = None
+        if options.leader_elect:
+            identity = f"{socket.gethostname()}_{os.getpid()}"
+            self.elector = LeaderElector(
+                store, self.clock, LEASE_NAME, options.lock_object_namespace, identity
+            )
+
+    def healthy(self) -> tuple[bool, str]:
+        if self.elector is not None and not self.elector.is_leader:
+            return True, "ok (standby)"
+        stale = time.monotonic() - self._last_cycle
+        if stale > STALE_PERIODS * max(self.options.schedule_period, 1.0):
+            return False, f"no scheduling cycle for {stale:.0f}s"
+        return True, "ok"
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+    async def _serve_http(self) -> None:
+        if self.options.listen_address:
+            self.endpoints.append(
+                Endpoint(metrics_app(self.metrics.registry), self.options.listen_address)
+            )
+        if self.options.healthz_address:
+            self.endpoints.append(Endpoint(healthz_app(self.healthy), self.options.healthz_address))
+        for endpoint in self.endpoints:
+            await endpoint.start()
+
+    async def run(self) -> None:
+        """Serve until ``stop()``; raises ``LostLeadership`` if the Lease is taken away."""
+        await self._serve_http()
+        renewing: asyncio.Task | None = None
+        informing: asyncio.Task | None = None
+        try:
+            if self.elector is not None:
+                acquiring = asyncio.create_task(self.elector.acquire())
+                stopping = asyncio.create_task(self.stopping.wait())
+                await asyncio.wait({acquiring, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                stopping.cancel()
+                if not acquiring.done():
+                    acquiring.cancel()
+                    return
+                renewing = asyncio.create_task(self.elector.keep_renewing())
+                log.info("acquired the lease; scheduling")
+            await self.scheduler.start()
+            informing = asyncio.create_task(self.scheduler.informer.run())
+            await self._loop(renewing)
+        finally:
+            for task in (renewing, informing):
+                if task is not None:
+                    task.cancel()
+            await self.scheduler.informer.stop()
+            if self.elector is not None:
+                await self.elector.release()
+            for endpoint in self.endpoints:
+                await endpoint.stop()
+
+    async def _loop(self, renewing: asyncio.Task | None) -> None:
+        period = self.options.schedule_period
+        while not self.stopping.is_set():
+            if renewing is not None and renewing.done():
+                raise LostLeadership("another scheduler holds the lease")
+            started = time.monotonic()
+            try:
+                stats = await self.scheduler.run_once()
+                self.metrics.observe(stats)
+            except Exception:  # a bad cycle must not stop the scheduler
+                log.exception("scheduling cycle failed")
+            self.cycles += 1
+            self._last_cycle = time.monotonic()
+            remaining = period - (self._last_cycle - started)
+            if remaining > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.stopping.wait(), remaining)
