@@ -4,8 +4,11 @@ import click
 
 from stromboli.core import __version__
 from stromboli.core.cli.crds import crds
+from stromboli.core.cli.devcluster import dev_cluster
+from stromboli.core.cli.explain import explain_command
 from stromboli.core.cli.scheduler import scheduler
 from stromboli.core.cli.simulate import simulate
+from stromboli.core.cli.vcctl import job, jobflow, jobtemplate, queue
 from stromboli.core.runtime import tune_gc
 
 
@@ -17,5 +20,11 @@ def main() -> None:
 
 
 main.add_command(crds)
+main.add_command(dev_cluster)
 main.add_command(simulate)
+main.add_command(explain_command)
 main.add_command(scheduler)
+main.add_command(job)
+main.add_command(queue)
+main.add_command(jobflow)
+main.add_command(jobtemplate)

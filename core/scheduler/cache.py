@@ -30,6 +30,8 @@ PRIORITY_CLASS = ("scheduling.k8s.io/v1", "PriorityClass")
 RESOURCE_QUOTA = ("v1", "ResourceQuota")
 PDB = ("policy/v1", "PodDisruptionBudget")
 HYPERNODE = (k.TOPOLOGY_V1ALPHA1, "HyperNode")
+#: ``deletionTimestamp`` the cache gives a pod it evicted until the store shows the deletion.
+EVICTED_AT = "1970-01-01T00:00:00Z"
 #: Kinds the scheduler cache follows.
 WATCHED_KINDS = (NODE, QUEUE, PRIORITY_CLASS, PODGROUP, POD, RESOURCE_QUOTA, PDB, HYPERNODE)
 
@@ -79,6 +81,8 @@ class SchedulerCache:
         self.hypernodes: dict[str, dict] = {}
         #: Pods this scheduler bound whose binding the watch has not shown yet: uid → node.
         self.assumed: dict[str, str] = {}
+        #: Pods this scheduler evicted whose deletion the watch has not shown yet (uids).
+        self.evicting: set[str] = set()
         #: Pods bound to nodes the cache has not seen yet, by node name.
         self._orphans: dict[str, dict[str, TaskInfo]] = {}
 
@@ -128,8 +132,23 @@ class SchedulerCache:
         if record is not None:
             self._pod(record.task.pod, deleted=False)
 
+    def assume_evicted(self, task: TaskInfo) -> None:
+        """Treat an evicted pod as terminating (Releasing) until the watch shows it deleted
+        or marked for deletion, so that the next cycle neither counts its room as used for
+        good nor evicts it again."""
+        record = self.pods.get(task.uid)
+        if record is None:
+            return
+        self.evicting.add(task.uid)
+        self._pod(record.task.pod, deleted=False)
+
     def _pod(self, pod: dict, deleted: bool) -> None:
         uid = pod["metadata"].get("uid") or "/".join(_key(pod))
+        if uid in self.evicting:
+            if deleted or pod["metadata"].get("deletionTimestamp"):
+                self.evicting.discard(uid)
+            else:
+                pod = {**pod, "metadata": {**pod["metadata"], "deletionTimestamp": EVICTED_AT}}
         assumed = self.assumed.get(uid)
         if assumed is not None:
             spec = pod.get("spec") or {}

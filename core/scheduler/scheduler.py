@@ -115,7 +115,9 @@ class Scheduler:
         ssn.close()
         write_started = time.perf_counter()
         report = WriteReport()
-        await self.writer.evict(ssn.outcome.evictions, report)
+        await self.writer.evict(ssn.outcome.evictions, report, ssn.jobs)
+        for task in report.evicted:
+            self.cache.assume_evicted(task)
         await self.writer.bind(ssn.outcome.binds, report)
         for task in report.bound:
             self.cache.assume_bound(task, task.node_name)

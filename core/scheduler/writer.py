@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -19,9 +19,9 @@ from stromboli.core.clock import Clock, format_time
 from stromboli.core.cluster.errors import ApiError, ConflictError, NotFoundError
 from stromboli.core.cluster.store import ClusterStore
 from stromboli.core.events import EventRecorder
-from stromboli.core.scheduler.api.job import TaskInfo
+from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.framework.outcome import Eviction
-from stromboli.core.scheduler.status import PodCondition, StatusChanges
+from stromboli.core.scheduler.status import PodCondition, StatusChanges, object_ref
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -44,6 +44,34 @@ async def bounded(items: Iterable[T], work: Callable[[T], Awaitable[None]], limi
             await work(item)
 
     await asyncio.gather(*(one(item) for item in items))
+
+
+def _set_condition(
+    conditions: list[dict], kind: str, status: str, reason: str, message: str, now: str
+) -> list[dict]:
+    """Set the pod condition ``kind``; its transition time moves only when its status does."""
+    for i, existing in enumerate(conditions):
+        if existing.get("type") != kind:
+            continue
+        since = existing.get("lastTransitionTime") if existing.get("status") == status else None
+        conditions[i] = {
+            **existing,
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": since or now,
+        }
+        return conditions
+    conditions.append(
+        {
+            "type": kind,
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": now,
+        }
+    )
+    return conditions
 
 
 def pod_ref(task: TaskInfo) -> dict:
@@ -87,9 +115,21 @@ class StatusWriter:
 
         await bounded(binds, one, self.concurrency)
 
-    async def evict(self, evictions: list[Eviction], report: WriteReport) -> None:
+    async def evict(
+        self,
+        evictions: list[Eviction],
+        report: WriteReport,
+        jobs: Mapping[str, JobInfo] | None = None,
+    ) -> None:
+        """Evict pods as Volcano does: a ``Evict`` event on the pod, its ``Ready`` condition
+        False (reason ``Evict``) and a ``DisruptionTarget`` condition written, then the pod
+        deleted, and an ``Evict`` event on its PodGroup (``jobs`` names the PodGroups)."""
+
         async def one(eviction: Eviction) -> None:
             task = eviction.task
+            message = f"Pod is evicted, because of {eviction.reason}"
+            if not await self._mark_evicted(task, message):
+                return
             try:
                 await self.store.delete("v1", "Pod", task.name, task.namespace)
             except NotFoundError:
@@ -98,11 +138,52 @@ class StatusWriter:
                 log.warning("could not evict %s/%s: %s", task.namespace, task.name, err)
                 return
             report.evicted.append(task)
-            await self.recorder.record(
-                pod_ref(task), "Warning", "Evict", f"Pod is evicted, because of {eviction.reason}"
-            )
+            job = (jobs or {}).get(task.job_id)
+            if job is not None:
+                await self.recorder.record(
+                    object_ref(job.podgroup), "Normal", "Evict", eviction.reason
+                )
 
         await bounded(evictions, one, self.concurrency)
+
+    async def _mark_evicted(self, task: TaskInfo, message: str) -> bool:
+        """Record the pod's ``Evict`` event and write its eviction conditions; False when the
+        pod is gone, was re-created, or is being deleted already."""
+        recorded = False
+        for _ in range(CONFLICT_RETRIES):
+            try:
+                pod = await self.store.get("v1", "Pod", task.name, task.namespace)
+                meta = pod.get("metadata") or {}
+                if meta.get("uid") != task.uid or meta.get("deletionTimestamp"):
+                    return False
+                if not recorded:
+                    await self.recorder.record(pod_ref(task), "Warning", "Evict", message)
+                    recorded = True
+                scheduler = (pod.get("spec") or {}).get("schedulerName") or k.DEFAULT_SCHEDULER_NAME
+                status = pod.setdefault("status", {})
+                now = format_time(self.clock.now())
+                conditions = list(status.get("conditions") or ())
+                conditions = _set_condition(conditions, "Ready", "False", "Evict", message, now)
+                conditions = _set_condition(
+                    conditions,
+                    "DisruptionTarget",
+                    "True",
+                    "PreemptionByScheduler",
+                    f"{scheduler}: preempting to accommodate a higher priority pod",
+                    now,
+                )
+                status["conditions"] = conditions
+                await self.store.update_status(pod)
+                return True
+            except ConflictError:
+                continue
+            except NotFoundError:
+                return False
+            except ApiError as err:
+                log.warning("could not mark %s/%s evicted: %s", task.namespace, task.name, err)
+                return True  # the conditions are a courtesy: evict all the same
+        log.warning("gave up marking %s/%s evicted after conflicts", task.namespace, task.name)
+        return True
 
     async def write(self, changes: StatusChanges) -> None:
         await bounded(changes.podgroups.items(), self._podgroup, self.concurrency)

@@ -18,6 +18,7 @@ from stromboli.core.api import constants as k
 from stromboli.core.clock import VirtualClock
 from stromboli.core.cluster.errors import ApiError
 from stromboli.core.cluster.memory import MemoryStore
+from stromboli.core.controller.job.controller import JobController
 from stromboli.core.controller.podgroup import enrol_pod, needs_podgroup
 from stromboli.core.scheduler.conf import ConfigSource
 from stromboli.core.scheduler.scheduler import Scheduler
@@ -45,6 +46,7 @@ class SimulationResult:
     store: MemoryStore
     scheduler: Scheduler
     lifecycle: PodLifecycle
+    controller: JobController
     timeline: list[Sample] = field(default_factory=list)
     cycles: int = 0
     end_time: float = 0.0
@@ -74,6 +76,8 @@ class Simulation:
         self.scheduler = Scheduler(self.store, self.clock, self.config)
         self.lifecycle = PodLifecycle(self.store, self.clock)
         self.admission = Admission()
+        # The vcjob controller; pods it creates pass the same admission as the input's.
+        self.controller = JobController(self.store, self.clock, mutate_pod=self.admission.admit)
         self.max_time = max_time
         self.on_progress = on_progress
         self.scheduler_names = {k.DEFAULT_SCHEDULER_NAME}
@@ -105,9 +109,10 @@ class Simulation:
 
     async def run(self) -> SimulationResult:
         started = time.perf_counter()
-        result = SimulationResult(self.store, self.scheduler, self.lifecycle)
+        result = SimulationResult(self.store, self.scheduler, self.lifecycle, self.controller)
         await self.scheduler.start()
         await self.lifecycle.start()
+        await self.controller.start()
         next_arrival = 0
         while True:
             now = self.clock.seconds
@@ -119,6 +124,7 @@ class Simulation:
                 next_arrival += 1
                 changed += 1
             changed += await self.lifecycle.step()
+            changed += await self.controller.step()
             stats = await self.scheduler.run_once()
             result.cycles += 1
             result.decision_seconds += stats.decision_seconds
@@ -126,6 +132,7 @@ class Simulation:
             result.pods_bound += stats.bound
             result.cycle_figures.append((stats.decision_seconds, stats.bound))
             changed += stats.bound + stats.evicted + stats.status_writes
+            changed += await self.controller.step()
             changed += await self.lifecycle.step()
             result.timeline.append(sample(now, self.scheduler))
             if self.on_progress is not None:
@@ -137,6 +144,7 @@ class Simulation:
                     if next_arrival < len(self.arrivals)
                     else None,
                     self.lifecycle.next_finish(),
+                    self.controller.next_wakeup(),
                 )
                 if t is not None
             ]

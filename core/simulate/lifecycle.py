@@ -44,6 +44,8 @@ class PodLifecycle:
         self.informer = Informer(store, [POD], self._seen)
         self._to_start: dict[str, dict] = {}
         self._finishes: list[_Finish] = []
+        #: Uids of the pods whose finish is still ahead (a deleted pod's is dropped).
+        self._running: set[str] = set()
         self._serial = 0
         #: Per pod uid: its job and start/finish times, for the report.
         self.times: dict[str, PodTimes] = {}
@@ -56,6 +58,7 @@ class PodLifecycle:
         uid = meta["uid"]
         if event_type == "DELETED":
             self._to_start.pop(uid, None)
+            self._running.discard(uid)  # deleted (killed, evicted): it will not finish
             return
         job = (meta.get("annotations") or {}).get(k.GROUP_NAME_ANNOTATION, "")
         times = self.times.setdefault(uid, PodTimes(f"{meta.get('namespace')}/{job}"))
@@ -66,6 +69,8 @@ class PodLifecycle:
             self._to_start[uid] = pod
 
     def next_finish(self) -> float | None:
+        while self._finishes and self._finishes[0].uid not in self._running:
+            heapq.heappop(self._finishes)
         return self._finishes[0].at if self._finishes else None
 
     async def step(self) -> int:
@@ -75,7 +80,9 @@ class PodLifecycle:
         now = self.clock.seconds
         while self._finishes and self._finishes[0].at <= now:
             finish = heapq.heappop(self._finishes)
-            changes += await self._finish(finish)
+            if finish.uid in self._running:
+                self._running.discard(finish.uid)
+                changes += await self._finish(finish)
         for uid, pod in list(self._to_start.items()):
             del self._to_start[uid]
             changes += await self._run(pod)
@@ -116,6 +123,7 @@ class PodLifecycle:
         runtime = (meta.get("annotations") or {}).get(k.SIM_RUNTIME_ANNOTATION)
         if runtime is not None:
             self._serial += 1
+            self._running.add(meta["uid"])
             heapq.heappush(
                 self._finishes,
                 _Finish(

@@ -15,7 +15,7 @@ import yaml
 from stromboli.core.api import constants as k
 from stromboli.core.api.registry import InvalidObjectError, kind_info, validate_object
 from stromboli.core.simulate.durations import parse_duration
-from stromboli.webhooks.rules.mutate import mutate_queue
+from stromboli.webhooks.rules.mutate import mutate_job, mutate_queue
 
 try:
     from yaml import CSafeLoader as _Loader
@@ -85,6 +85,8 @@ def load(paths: list[str | Path]) -> list[SimObject]:
             if doc.get("kind") == "Queue" and doc.get("apiVersion") == k.SCHEDULING_V1BETA1:
                 # Volcano's webhook defaults a queue before the API server validates it.
                 doc = mutate_queue(doc)
+            elif doc.get("kind") == "Job" and doc.get("apiVersion") == k.BATCH_V1ALPHA1:
+                doc = mutate_job(doc)  # the job webhook's defaults (task names, minAvailable)
             try:
                 obj = validate_object(doc, where)
             except InvalidObjectError as err:

@@ -41,3 +41,65 @@ def mutate_podgroup(podgroup: Mapping, namespace_annotations: Mapping[str, str])
     if queue == k.DEFAULT_QUEUE and namespace_queue:
         spec["queue"] = namespace_queue
     return out
+
+
+#: Job plugins that need the ``svc`` plugin (host names of the other pods).
+_PLUGINS_NEEDING_SVC = ("tensorflow", "mpi", "pytorch", "ray")
+
+
+def mutate_job(job: Mapping, scheduler_name: str = k.DEFAULT_SCHEDULER_NAME) -> dict:
+    """Job CREATE: fill what Volcano's job webhook fills.
+
+    ``queue`` (``default``), ``schedulerName`` (the first scheduler name), ``maxRetry`` (3 when
+    0 or missing); per task: ``name`` (``default<i>``), ``dnsPolicy`` for host-network
+    templates, ``minAvailable`` (``minPartitions × partitionSize`` when a partition policy sets
+    ``minPartitions``, else ``replicas``), ``maxRetry`` (3); then ``minAvailable`` of the job
+    (the sum of the tasks'), and the ``svc``/``ssh`` plugins the framework plugins rely on.
+    Values already set are kept.
+    """
+    out = copy.deepcopy(dict(job))
+    spec = out.get("spec")
+    if not isinstance(spec, dict):
+        return out
+    if not spec.get("queue"):
+        spec["queue"] = k.DEFAULT_QUEUE
+    if not spec.get("schedulerName"):
+        spec["schedulerName"] = scheduler_name
+    if not spec.get("maxRetry"):
+        spec["maxRetry"] = k.DEFAULT_MAX_RETRY
+    tasks = spec.get("tasks")
+    total = 0
+    for index, task in enumerate(tasks if isinstance(tasks, list) else ()):
+        if not isinstance(task, dict):
+            continue
+        if not task.get("name"):
+            task["name"] = f"{k.DEFAULT_TASK_SPEC}{index}"
+        template = task.get("template")
+        pod_spec = template.get("spec") if isinstance(template, dict) else None
+        if (
+            isinstance(pod_spec, dict)
+            and pod_spec.get("hostNetwork")
+            and not pod_spec.get("dnsPolicy")
+        ):
+            pod_spec["dnsPolicy"] = "ClusterFirstWithHostNet"
+        replicas = task.get("replicas") or 0
+        if task.get("minAvailable") is None:
+            partition = task.get("partitionPolicy")
+            min_partitions = partition.get("minPartitions") if isinstance(partition, dict) else 0
+            if min_partitions:
+                task["minAvailable"] = min_partitions * (partition.get("partitionSize") or 0)
+            else:
+                task["minAvailable"] = replicas
+        if not task.get("maxRetry"):
+            task["maxRetry"] = k.DEFAULT_MAX_RETRY
+        minimum = task["minAvailable"]
+        total += minimum if isinstance(minimum, int) else 0
+    if not spec.get("minAvailable"):
+        spec["minAvailable"] = total
+    plugins = spec.get("plugins")
+    if isinstance(plugins, dict):
+        if any(name in plugins for name in _PLUGINS_NEEDING_SVC) and "svc" not in plugins:
+            plugins["svc"] = []
+        if "mpi" in plugins and "ssh" not in plugins:
+            plugins["ssh"] = []
+    return out

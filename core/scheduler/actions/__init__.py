@@ -1,5 +1,5 @@
 """Built-in actions; importing this package registers them."""
 
-from stromboli.core.scheduler.actions import allocate, backfill, enqueue
+from stromboli.core.scheduler.actions import allocate, backfill, enqueue, preempt, reclaim, shuffle
 
-__all__ = ["allocate", "backfill", "enqueue"]
+__all__ = ["allocate", "backfill", "enqueue", "preempt", "reclaim", "shuffle"]

@@ -37,6 +37,15 @@ ABSTAIN = 0
 REJECT = -1
 
 
+@dataclass(frozen=True, slots=True)
+class VictimFilter:
+    """A ``victim_tasks`` callback that only vetoes: given the nominated victims it returns
+    those that may go. Register it wrapped, ``ssn.register("victim_tasks", name,
+    VictimFilter(fn))``, so that it never nominates tasks itself."""
+
+    fn: Callable[[list[TaskInfo]], list[TaskInfo]]
+
+
 @dataclass(slots=True)
 class EventHandler:
     """Called when a task is allocated (or pipelined) and when that is undone."""
@@ -89,6 +98,10 @@ class Session:
         self.podgroup_conditions: dict[str, PodGroupConditionUpdate] = {}
         #: Per-queue figures plugins publish for status, metrics and reports.
         self.queue_figures: dict[str, dict[str, Resource | float]] = {}
+        #: Eviction figures for metrics: ``preemption_attempts`` (nodes tried by preempt),
+        #: ``preemption_victims`` (victims offered on the last node tried), and
+        #: ``transactions/<action>`` (committed statements that evicted something).
+        self.eviction_figures: dict[str, int] = {}
 
     # -- plugin lifecycle -------------------------------------------------------------------
 
@@ -324,6 +337,108 @@ class Session:
 
     def statement(self) -> Statement:
         return Statement(self)
+
+    # -- victims ----------------------------------------------------------------------------------
+
+    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """Which of ``candidates`` the plugins let ``preemptor`` evict (same-queue preemption)."""
+        return self._victims("preemptable", preemptor, candidates)
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """Which of ``candidates`` the plugins let ``reclaimer`` take back across queues."""
+        return self._victims("reclaimable", reclaimer, candidates)
+
+    def _victims(self, point: str, evictor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """Volcano's victim combination (reference §3.3): within a tier the plugins that vote
+        intersect their answers and one empty answer leaves the tier with none; the first tier
+        left with victims decides; abstaining plugins are skipped.
+
+        An intersection that comes out empty also ends its tier with none. (Volcano's loop
+        reads such an empty intersection as "nobody voted yet" and lets the next plugin of the
+        tier start afresh, undoing the filters before it; that is a known bug, not copied.)
+        """
+        if not candidates:
+            return []
+        for tier in self.chain(point):
+            victims: list[TaskInfo] | None = None
+            for fn in tier:
+                chosen, vote = fn(evictor, candidates)
+                if vote == ABSTAIN:
+                    continue
+                if not chosen:
+                    victims = None
+                    break
+                if victims is None:
+                    victims = list(chosen)
+                    continue
+                keep = {task.uid for task in chosen}
+                victims = [task for task in victims if task.uid in keep]
+                if not victims:
+                    victims = None
+                    break
+            if victims:
+                return victims
+        return []
+
+    def victims_possible(self, point: str, evictor: TaskInfo, candidates: list[TaskInfo]) -> bool:
+        """False when no part of ``candidates`` can yield victims on ``point``: every tier
+        has no voting plugin or one that refuses the whole set.
+
+        Lets an action skip asking node by node. It relies on what every victim callback
+        does: one that refuses a whole set of candidates also refuses each part of it (a
+        refusal is never reversed by taking candidates away).
+        """
+        for tier in self.chain(point):
+            voted = refused = False
+            for fn in tier:
+                chosen, vote = fn(evictor, candidates)
+                if vote == ABSTAIN:
+                    continue
+                voted = True
+                if not chosen:
+                    refused = True
+                    break
+            if voted and not refused:
+                return True
+        return False
+
+    def victim_tasks(self, tasks: list[TaskInfo]) -> list[TaskInfo]:
+        """Tasks the plugins want evicted (the ``shuffle`` action's victims).
+
+        Nominations are united within a tier and the first tier that nominates anything
+        decides (reference §3.3). Callbacks registered wrapped in :class:`VictimFilter` do not
+        nominate: they may only remove nominated tasks (``pdb`` keeps disruption budgets), in
+        every tier, after the nominations are known.
+        """
+        nominated: dict[str, TaskInfo] = {}
+        filters: list[VictimFilter] = []
+        decided = False
+        for tier in self.chain("victim_tasks"):
+            for fn in tier:
+                if isinstance(fn, VictimFilter):
+                    filters.append(fn)
+                elif not decided:
+                    for task in fn(tasks):
+                        nominated.setdefault(task.uid, task)
+            decided = decided or bool(nominated)
+        victims = list(nominated.values())
+        for victim_filter in filters:
+            if not victims:
+                break
+            victims = victim_filter.fn(victims)
+        return victims
+
+    def victim_queue_compare(
+        self, left: QueueInfo, right: QueueInfo, preemptor: QueueInfo | None
+    ) -> int:
+        """Which of two victims' queues gives up resources first: the first plugin verdict
+        (``victim_queue_order`` callbacks take the preemptor's queue too), else the reverse of
+        the queue order."""
+        for fn in self._flat("victim_queue_order"):
+            verdict = fn(left, right, preemptor)
+            if verdict:
+                return verdict
+        return -self.queue_compare(left, right)
 
 
 def _fallback(left_time: str, right_time: str, left_uid: str, right_uid: str) -> int:

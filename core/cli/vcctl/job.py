@@ -1,0 +1,482 @@
+"""``stromboli job``: vcctl's job commands (run, list, view, suspend, resume, delete).
+
+Flags, short flags and defaults are vcctl's; ``suspend`` and ``resume`` do what vcctl does,
+create a ``bus.volcano.sh/v1alpha1`` Command (``AbortJob`` / ``ResumeJob``) owned by the job
+for the job controller to carry out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import click
+
+from stromboli.core.api import constants as k
+from stromboli.core.api.quantity import QuantityError, parse_quantity
+from stromboli.core.cli.vcctl.common import (
+    VcctlError,
+    age,
+    by_namespace_and_name,
+    checked,
+    connection_options,
+    controller_reference,
+    echo,
+    meta,
+    name_of,
+    namespace_of,
+    read_documents,
+    run,
+)
+from stromboli.core.cluster.store import ClusterStore
+
+JOB = (k.BATCH_V1ALPHA1, "Job")
+COMMAND = (k.BUS_V1ALPHA1, "Command")
+EVENT = (k.CORE_V1, "Event")
+DEFAULT_RESOURCES = "cpu=1000m,memory=100Mi"
+RUN_LABEL = "job.volcano.sh"
+"""Label vcctl puts on the pods of jobs it runs (value: the job name)."""
+LIST_COLUMNS = (
+    "Name",
+    "Creation",
+    "Phase",
+    "JobType",
+    "Replicas",
+    "Min",
+    "Pending",
+    "Running",
+    "Succeeded",
+    "Failed",
+    "Unknown",
+    "RetryCount",
+)
+_LIST_WIDTHS = (15, 12, 12, 12, 6, 10, 10, 12, 10, 12, 10)
+
+
+@click.group("job")
+def job() -> None:
+    """Run, list, view, suspend, resume and delete vcjobs (vcctl job)."""
+
+
+def namespace_option(help_text: str = "Namespace of the job."):  # type: ignore[no-untyped-def]
+    return click.option("-n", "--namespace", default="default", show_default=True, help=help_text)
+
+
+def name_option(command):  # type: ignore[no-untyped-def]
+    return click.option("-N", "--name", default="", help="Name of the job.")(command)
+
+
+# --- run -----------------------------------------------------------------------------------------
+
+
+def parse_resources(text: str) -> dict[str, str] | None:
+    """``cpu=1000m,memory=100Mi`` as a resource list; empty text gives none."""
+    if not text:
+        return None
+    resources = {}
+    for statement in text.split(","):
+        parts = statement.split("=")
+        if len(parts) != 2:
+            raise VcctlError(f"invalid argument syntax {statement}, expected <resource>=<value>")
+        try:
+            parse_quantity(parts[1])
+        except QuantityError as error:
+            raise VcctlError(str(error)) from None
+        resources[parts[0]] = parts[1]
+    return resources
+
+
+def build_job(
+    name: str,
+    namespace: str,
+    image: str,
+    min_available: int,
+    replicas: int,
+    requests: dict[str, str] | None,
+    limits: dict[str, str] | None,
+    scheduler: str,
+) -> dict[str, Any]:
+    """The one-task job ``job run`` submits when no file is given."""
+    resources: dict[str, Any] = {}
+    if limits is not None:
+        resources["limits"] = limits
+    if requests is not None:
+        resources["requests"] = requests
+    return {
+        "apiVersion": k.BATCH_V1ALPHA1,
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "minAvailable": min_available,
+            "schedulerName": scheduler,
+            "tasks": [
+                {
+                    "replicas": replicas,
+                    "template": {
+                        "metadata": {"name": name, "labels": {RUN_LABEL: name}},
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [
+                                {
+                                    "name": name,
+                                    "image": image,
+                                    "imagePullPolicy": "IfNotPresent",
+                                    "resources": resources,
+                                }
+                            ],
+                        },
+                    },
+                }
+            ],
+        },
+    }
+
+
+def read_job_file(path: str, namespace: str) -> dict[str, Any]:
+    if ".yaml" not in path and ".yml" not in path:
+        raise VcctlError("only support yaml file")
+    documents = read_documents(path)
+    if not documents:
+        raise VcctlError(f"failed to unmarshal file, err: {path} is empty")
+    obj = documents[0]
+    obj.setdefault("apiVersion", k.BATCH_V1ALPHA1)
+    obj.setdefault("kind", "Job")
+    metadata = obj.setdefault("metadata", {})
+    if metadata.get("namespace") and metadata["namespace"] != namespace:
+        raise VcctlError(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
+    metadata["namespace"] = namespace
+    return obj
+
+
+@job.command("run")
+@connection_options
+@click.option("-i", "--image", default="busybox", show_default=True, help="Container image.")
+@namespace_option()
+@name_option
+@click.option("-m", "--min", "min_available", default=1, show_default=True,
+              help="Minimum number of pods that must run together (minAvailable).")  # fmt: skip
+@click.option("-r", "--replicas", default=1, show_default=True, help="Number of pods.")
+@click.option("-R", "--requests", default=DEFAULT_RESOURCES, show_default=True,
+              help="Resource requests of each pod, as name=quantity pairs.")  # fmt: skip
+@click.option("-L", "--limits", default=DEFAULT_RESOURCES, show_default=True,
+              help="Resource limits of each pod, as name=quantity pairs.")  # fmt: skip
+@click.option("-S", "--scheduler", default=k.DEFAULT_SCHEDULER_NAME, show_default=True,
+              help="Scheduler of the job.")  # fmt: skip
+@click.option("-f", "--filename", default="", help="YAML file of a job to submit instead.")
+@checked
+def run_job(
+    master: str,
+    kubeconfig: str,
+    image: str,
+    namespace: str,
+    name: str,
+    min_available: int,
+    replicas: int,
+    requests: str,
+    limits: str,
+    scheduler: str,
+    filename: str,
+) -> None:
+    """Run a job with one task, built from the flags (or submit one from a file)."""
+    if not name and not filename:
+        raise VcctlError("job name cannot be left blank")
+    request_list = parse_resources(requests)
+    limit_list = parse_resources(limits)
+    if filename:
+        obj = read_job_file(filename, namespace)
+    else:
+        obj = build_job(
+            name, namespace, image, min_available, replicas, request_list, limit_list, scheduler
+        )
+
+    async def action(store: ClusterStore) -> None:
+        created = await store.create(obj)
+        click.echo(f"run job {name_of(created)} successfully")
+
+    run(kubeconfig, master, action)
+
+
+# --- list ----------------------------------------------------------------------------------------
+
+
+def job_replicas(obj: Mapping[str, Any]) -> int:
+    return sum(int(t.get("replicas") or 0) for t in (obj.get("spec") or {}).get("tasks") or [])
+
+
+def format_jobs(jobs: list[dict], all_namespaces: bool = False) -> str:
+    """vcctl's job table (columns fixed-width, the name column sized to the longest name)."""
+    name_width = max([len("Name"), *(len(name_of(j)) for j in jobs)]) + 3
+    ns_width = max([len("Namespace"), *(len(namespace_of(j)) for j in jobs)]) + 3
+    widths = (name_width, *_LIST_WIDTHS)
+
+    def line(cells: list[Any], namespace: str) -> str:
+        text = f"{namespace:<{ns_width}}" if all_namespaces else ""
+        return text + "".join(f"{c!s:<{w}}" for c, w in zip(cells, widths, strict=True)) + "\n"
+
+    out = line(list(LIST_COLUMNS), "Namespace")
+    for obj in jobs:
+        status = obj.get("status") or {}
+        labels = meta(obj).get("labels") or {}
+        cells = [
+            name_of(obj),
+            str(meta(obj).get("creationTimestamp") or "")[:10],
+            (status.get("state") or {}).get("phase") or "",
+            labels.get(k.JOB_TYPE_KEY) or k.DEFAULT_JOB_TYPE,
+            job_replicas(obj),
+            int(status.get("minAvailable") or 0),
+            int(status.get("pending") or 0),
+            int(status.get("running") or 0),
+            int(status.get("succeeded") or 0),
+            int(status.get("failed") or 0),
+            int(status.get("unknown") or 0),
+            int(status.get("retryCount") or 0),
+        ]
+        out += line(cells, namespace_of(obj))
+    return out
+
+
+@job.command("list")
+@connection_options
+@click.option("-q", "--queue", default="", help="Only jobs in this queue.")
+@namespace_option()
+@click.option("-S", "--scheduler", default="", help="Only jobs of this scheduler.")
+@click.option("--all-namespaces", is_flag=True, help="List jobs of every namespace.")
+@click.option("--selector", default="", help="Only jobs whose name contains this text.")
+def list_jobs(
+    master: str,
+    kubeconfig: str,
+    queue: str,
+    namespace: str,
+    scheduler: str,
+    all_namespaces: bool,
+    selector: str,
+) -> None:
+    """List jobs with their phase and pod counts."""
+
+    async def action(store: ClusterStore) -> None:
+        listed = await store.list(*JOB, namespace=None if all_namespaces else namespace)
+        jobs = [
+            j
+            for j in by_namespace_and_name(listed.items)
+            if (not queue or (j.get("spec") or {}).get("queue") == queue)
+            and (not scheduler or (j.get("spec") or {}).get("schedulerName") == scheduler)
+            and (not selector or selector in name_of(j))
+        ]
+        if not jobs:
+            click.echo("No resources found")
+            return
+        echo(format_jobs(jobs, all_namespaces))
+
+    run(kubeconfig, master, action)
+
+
+# --- view ----------------------------------------------------------------------------------------
+
+
+def _labels(values: Mapping[str, Any] | None) -> str:
+    return json.dumps(dict(values), separators=(",", ":")) if values else "<none>"
+
+
+def format_job(obj: Mapping[str, Any]) -> str:
+    """A job in detail: metadata, spec (plugins, tasks and their containers), status."""
+    md = meta(obj)
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    lines = [
+        f"Name:        {name_of(obj)}",
+        f"Namespace:   {namespace_of(obj)}",
+        f"Labels:      {_labels(md.get('labels'))}",
+        f"Annotations: {_labels(md.get('annotations'))}",
+        f"API Version: {obj.get('apiVersion', '')}",
+        f"Kind:        {obj.get('kind', '')}",
+        "Metadata:",
+        f"  Creation Timestamp: {md.get('creationTimestamp', '')}",
+        f"  Generation:         {md.get('generation', 0)}",
+        f"  Resource Version:   {md.get('resourceVersion', '')}",
+        f"  UID:                {md.get('uid', '')}",
+        "Spec:",
+        f"  Queue:          {spec.get('queue', '')}",
+        f"  Scheduler Name: {spec.get('schedulerName', '')}",
+        f"  Min Available:  {spec.get('minAvailable', 0)}",
+        f"  Max Retry:      {spec.get('maxRetry', 0)}",
+    ]
+    plugins = spec.get("plugins") or {}
+    if plugins:
+        lines.append("  Plugins:")
+        lines += [f"    {name}: {' '.join(args or [])}".rstrip() for name, args in plugins.items()]
+    lines.append("  Tasks:")
+    for task in spec.get("tasks") or []:
+        pod_spec = (task.get("template") or {}).get("spec") or {}
+        lines += [
+            f"    Name:           {task.get('name', '')}",
+            f"    Replicas:       {task.get('replicas', 0)}",
+            f"    Min Available:  {task.get('minAvailable', task.get('replicas', 0))}",
+            f"    Restart Policy: {pod_spec.get('restartPolicy', '')}",
+            "    Containers:",
+        ]
+        for container in pod_spec.get("containers") or []:
+            resources = container.get("resources") or {}
+            lines += [
+                f"      Name:     {container.get('name', '')}",
+                f"      Image:    {container.get('image', '')}",
+            ]
+            if container.get("command"):
+                lines.append(f"      Command:  {' '.join(container['command'])}")
+            for kind in ("requests", "limits"):
+                if resources.get(kind):
+                    pairs = ",".join(f"{n}={v}" for n, v in resources[kind].items())
+                    lines.append(f"      {kind.capitalize() + ':':<9} {pairs}")
+    lines += ["Status:", "  State:"]
+    lines.append(f"    Phase: {(status.get('state') or {}).get('phase', '')}")
+    for field, label in (
+        ("minAvailable", "Min Available"),
+        ("pending", "Pending"),
+        ("running", "Running"),
+        ("succeeded", "Succeeded"),
+        ("failed", "Failed"),
+        ("terminating", "Terminating"),
+        ("unknown", "Unknown"),
+        ("retryCount", "Retry Count"),
+        ("version", "Version"),
+    ):
+        if status.get(field):
+            lines.append(f"  {label + ':':<14} {status[field]}")
+    controlled = status.get("controlledResources") or {}
+    if controlled:
+        lines.append("  Controlled Resources:")
+        lines += [f"    {key}: {value}" for key, value in controlled.items()]
+    conditions = status.get("conditions") or []
+    if conditions:
+        lines.append("  Conditions:")
+        lines += [
+            f"    {c.get('status', ''):<12} {c.get('lastTransitionTime', '')}" for c in conditions
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def format_events(events: list[dict]) -> str:
+    if not events:
+        return "Events: <none>\n"
+    rows = [("Type", "Reason", "Age", "From", "Message")]
+    for event in events:
+        source = event.get("source") or {}
+        origin = ", ".join(x for x in (source.get("component"), source.get("host")) if x)
+        count = int(event.get("count") or 1)
+        last = event.get("lastTimestamp") or event.get("eventTime")
+        first = event.get("firstTimestamp") or last
+        when = age(last) if count <= 1 else f"{age(last)} (x{count} over {age(first)})"
+        rows.append(
+            (
+                event.get("type", ""),
+                event.get("reason", ""),
+                when,
+                origin,
+                str(event.get("message", "")).strip(),
+            )
+        )
+    widths = [max(len(str(r[i])) for r in rows) + 2 for i in range(4)]
+    out = "Events:\n"
+    for row in rows:
+        out += "  " + "".join(f"{c!s:<{w}}" for c, w in zip(row[:4], widths, strict=True))
+        out += f"{row[4]}\n"
+    return out
+
+
+@job.command("view")
+@connection_options
+@namespace_option()
+@name_option
+@checked
+def view_job(master: str, kubeconfig: str, namespace: str, name: str) -> None:
+    """Show a job in detail, with its events."""
+    if not name:
+        raise VcctlError(
+            "job name (specified by --name or -N) is mandatory to view a particular job"
+        )
+
+    async def action(store: ClusterStore) -> None:
+        obj = await store.get(*JOB, name, namespace)
+        events = await store.list(*EVENT, namespace=namespace)
+        mine = [e for e in events.items if name_of(e).startswith(f"{name}.")]
+        echo(format_job(obj) + format_events(mine))
+
+    run(kubeconfig, master, action)
+
+
+# --- suspend, resume, delete ---------------------------------------------------------------------
+
+
+def command_for(target: Mapping[str, Any], action: str, namespace: str) -> dict[str, Any]:
+    """A bus Command asking the target's controller to run ``action`` on it."""
+    reference = controller_reference(target)
+    return {
+        "apiVersion": k.BUS_V1ALPHA1,
+        "kind": "Command",
+        "metadata": {
+            "generateName": f"{name_of(target)}-{action.lower()}-",
+            "namespace": namespace,
+            "ownerReferences": [reference],
+        },
+        "target": dict(reference),
+        "action": action,
+    }
+
+
+async def issue_job_command(store: ClusterStore, namespace: str, name: str, action: str) -> dict:
+    target = await store.get(*JOB, name, namespace)
+    target.setdefault("apiVersion", k.BATCH_V1ALPHA1)
+    target.setdefault("kind", "Job")
+    return await store.create(command_for(target, action, namespace))
+
+
+def _job_command(action: str, verb: str):  # type: ignore[no-untyped-def]
+    def command(master: str, kubeconfig: str, namespace: str, name: str) -> None:
+        if not name:
+            raise VcctlError(f"job name is mandatory to {verb} a particular job")
+
+        async def act(store: ClusterStore) -> None:
+            await issue_job_command(store, namespace, name, action)
+
+        run(kubeconfig, master, act)
+
+    return command
+
+
+@job.command("suspend")
+@connection_options
+@namespace_option()
+@name_option
+@checked
+def suspend_job(master: str, kubeconfig: str, namespace: str, name: str) -> None:
+    """Abort a job: its pods are killed, the job stays (AbortJob command)."""
+    _job_command(k.Action.ABORT_JOB, "suspend")(master, kubeconfig, namespace, name)
+
+
+@job.command("resume")
+@connection_options
+@namespace_option()
+@name_option
+@checked
+def resume_job(master: str, kubeconfig: str, namespace: str, name: str) -> None:
+    """Resume an aborted job (ResumeJob command)."""
+    _job_command(k.Action.RESUME_JOB, "resume")(master, kubeconfig, namespace, name)
+
+
+@job.command("delete")
+@connection_options
+@namespace_option()
+@name_option
+@checked
+def delete_job(master: str, kubeconfig: str, namespace: str, name: str) -> None:
+    """Delete a job (its pods and PodGroup go with it)."""
+    if not name:
+        raise VcctlError("job name is mandatory to delete a particular job")
+
+    async def action(store: ClusterStore) -> None:
+        await store.delete(*JOB, name, namespace)
+        click.echo(f"delete job {name} successfully")
+
+    run(kubeconfig, master, action)

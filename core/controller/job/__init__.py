@@ -1,0 +1,10 @@
+"""The vcjob controller (reference §5.1–§5.3): Jobs become a PodGroup and pods, driven through
+Volcano's job state machine by pod events, lifecycle policies and Commands.
+
+- :mod:`.state` — the phase × action table, as pure functions over a status;
+- :mod:`.policies` — pod/PodGroup changes → bus events, and events → actions (policies);
+- :mod:`.build` — the PodGroup, pods and PVC names the controller creates;
+- :mod:`.status` — the Job status: counts, conditions, durations;
+- :mod:`.queue` — queue open/close Commands and Volcano's queue state rules;
+- :mod:`.controller` — the reconciler that ties them to a cluster store.
+"""
