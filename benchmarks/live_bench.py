@@ -90,6 +90,8 @@ async def watch_bound(store: KubeStore, names: set[str], timeout: float) -> dict
                 event = await asyncio.wait_for(anext(stream), deadline - time.monotonic())
             except TimeoutError:
                 break
+            if event.type not in ("ADDED", "MODIFIED"):
+                continue
             name = event.object["metadata"]["name"]
             if name in names and event.object["spec"].get("nodeName") and name not in bound:
                 bound[name] = time.time()

@@ -3,6 +3,7 @@
 import click
 
 from stromboli.core import __version__
+from stromboli.core.cli.controller import controller
 from stromboli.core.cli.crds import crds
 from stromboli.core.cli.devcluster import dev_cluster
 from stromboli.core.cli.explain import explain_command
@@ -24,6 +25,7 @@ main.add_command(dev_cluster)
 main.add_command(simulate)
 main.add_command(explain_command)
 main.add_command(scheduler)
+main.add_command(controller)
 main.add_command(job)
 main.add_command(queue)
 main.add_command(jobflow)

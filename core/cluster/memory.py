@@ -507,6 +507,13 @@ class MemoryStore(ClusterStore):
 
     def _check_preconditions(self, k: _Kind, name: str, md: dict[str, Any], entry: _Entry) -> None:
         wanted_rv = md.get("resourceVersion")
+        if not wanted_rv and _custom_resource(k.key[0]):
+            # The API server refuses unconditional updates of custom resources.
+            raise InvalidError.for_object(
+                k.qualified_kind,
+                name,
+                "metadata.resourceVersion: Invalid value: 0: must be specified for an update",
+            )
         if wanted_rv and str(wanted_rv) != entry.rv:
             raise ConflictError.for_object(k.resource, name)
         wanted_uid = md.get("uid")
@@ -840,3 +847,12 @@ class MemoryStore(ClusterStore):
             disrupted = status["disruptedPods"] = {}
         disrupted[pod_name] = format_time(self._clock.now())
         self._put(pdbs, namespace, pdb_name, pdb, MODIFIED, entry)
+
+
+#: API groups of the custom resources this store serves (their CRDs come from core/api).
+_CUSTOM_GROUP_SUFFIX = ".volcano.sh"
+
+
+def _custom_resource(api_version: str) -> bool:
+    group = api_version.rpartition("/")[0]
+    return group.endswith(_CUSTOM_GROUP_SUFFIX)

@@ -238,3 +238,69 @@ async def test_restart_mid_run_loses_nothing(cluster, store, namespace, tmp_path
                 assert condition.get("reason") != "SchedulerError", condition
     finally:
         scheduler.stop()
+
+
+class ControllerProcess(SchedulerProcess):
+    """`stromboli controller` in a subprocess."""
+
+    def __init__(self, cp: ControlPlane, log: Path) -> None:
+        self.log = log
+        self.process = subprocess.Popen(
+            [
+                str(STROMBOLI),
+                "controller",
+                f"--kubeconfig={cp.kubeconfig_path}",
+                "--healthz-address=",
+            ],
+            stdout=log.open("ab"),
+            stderr=subprocess.STDOUT,
+        )
+
+
+def vcjob(name: str, namespace: str, replicas: int, succeed_after: str) -> dict:
+    template = {
+        "metadata": {"annotations": {"devcluster.stromboli.io/succeed-after": succeed_after}},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [
+                {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
+            ],
+        },
+    }
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "schedulerName": "volcano",
+            "queue": "default",
+            "minAvailable": replicas,
+            "maxRetry": 3,
+            "tasks": [{"name": "worker", "replicas": replicas, "template": template}],
+        },
+    }
+
+
+async def test_vcjob_runs_to_completion(cluster, store, namespace, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    scheduler = SchedulerProcess(cluster, tmp_path / "scheduler.log")
+    controller = ControllerProcess(cluster, tmp_path / "controller.log")
+    try:
+        await store.create(vcjob("train", namespace, 3, "2s"))
+
+        async def completed() -> bool:
+            job = await store.get("batch.volcano.sh/v1alpha1", "Job", "train", namespace)
+            return ((job.get("status") or {}).get("state") or {}).get("phase") == "Completed"
+
+        await eventually(completed, timeout=90)
+        job = await store.get("batch.volcano.sh/v1alpha1", "Job", "train", namespace)
+        assert job["status"]["succeeded"] == 3
+        placed = await placements(store, namespace)
+        assert sorted(placed) == ["train-worker-0", "train-worker-1", "train-worker-2"]
+        assert all(placed.values())
+        pod = await store.get("v1", "Pod", "train-worker-0", namespace)
+        annotations = pod["metadata"]["annotations"]
+        assert annotations["scheduling.k8s.io/group-name"].startswith("train-")
+        assert annotations["volcano.sh/task-spec"] == "worker"
+    finally:
+        controller.stop()
+        scheduler.stop()

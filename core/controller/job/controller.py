@@ -31,7 +31,12 @@ from typing import Any, Final
 from stromboli.core.api import constants as k
 from stromboli.core.api.constants import Action, Event, JobEventReason, JobPhase, PodPhase
 from stromboli.core.clock import Clock, format_time, parse_time
-from stromboli.core.cluster.errors import AlreadyExistsError, ApiError, NotFoundError
+from stromboli.core.cluster.errors import (
+    AlreadyExistsError,
+    ApiError,
+    ConflictError,
+    NotFoundError,
+)
 from stromboli.core.cluster.store import ClusterStore
 from stromboli.core.controller.job import build
 from stromboli.core.controller.job.plugins import JOB_PLUGINS, JobPlugin, JobPluginError
@@ -58,6 +63,7 @@ from stromboli.core.informer import Informer
 log = logging.getLogger(__name__)
 
 JOB: Final = (k.BATCH_V1ALPHA1, "Job")
+STATUS_CONFLICT_RETRIES = 5
 POD: Final = (k.CORE_V1, "Pod")
 PODGROUP: Final = (k.SCHEDULING_V1BETA1, "PodGroup")
 COMMAND: Final = (k.BUS_V1ALPHA1, "Command")
@@ -1107,10 +1113,8 @@ class JobController:
         wanted = status.to_dict()
         if wanted == old.to_dict():
             return job
-        meta = {key: v for key, v in job["metadata"].items() if key != "resourceVersion"}
-        try:
-            written = await self.store.update_status({**job, "metadata": meta, "status": wanted})
-        except NotFoundError:
+        written = await self._put_status(job, wanted)
+        if written is None:
             return job
         self.writes += 1
         self._cache_job(written)
@@ -1119,6 +1123,24 @@ class JobController:
             key = _key(written)
             self._enqueue(Request(key[0], key[1], event=Event.OUT_OF_SYNC))
         return written
+
+    async def _put_status(self, job: dict[str, Any], wanted: dict[str, Any]) -> dict | None:
+        """Write ``wanted`` as the job's status against its latest version (custom resources
+        take no unconditional updates), re-reading on conflict; None if the job is gone."""
+        current = job
+        for _ in range(STATUS_CONFLICT_RETRIES):
+            try:
+                return await self.store.update_status({**current, "status": wanted})
+            except ConflictError:
+                try:
+                    current = await self.store.get(
+                        JOB[0], JOB[1], job["metadata"]["name"], job["metadata"].get("namespace")
+                    )
+                except NotFoundError:
+                    return None
+            except NotFoundError:
+                return None
+        raise ConflictError(f"job {job['metadata'].get('name')}: status kept conflicting")
 
     def _cache_job(self, job: dict[str, Any]) -> None:
         key = _key(job)

@@ -1,0 +1,100 @@
+"""``stromboli controller``: run the vcjob controller against a Kubernetes cluster
+(Volcano's vc-controller-manager)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+
+import click
+
+from stromboli.core.api import constants as k
+from stromboli.core.cli.scheduler import go_bool, kube_options, kube_store_factory, setup_logging
+from stromboli.core.controller.server import ControllerOptions, ControllerServer
+
+
+async def _serve(store_factory, options: ControllerOptions) -> None:  # type: ignore[no-untyped-def]
+    store = await store_factory()
+    server = ControllerServer(store, options)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, server.stop)
+    try:
+        await server.run()
+    finally:
+        await store.close()
+
+
+@click.command()
+@kube_options
+@click.option(
+    "--scheduler-name",
+    "scheduler_names",
+    multiple=True,
+    default=(k.DEFAULT_SCHEDULER_NAME,),
+    show_default=True,
+    help="Enrol plain pods of these schedulers into PodGroups (repeatable).",
+)
+@click.option(
+    "--healthz-address",
+    default=":11251",
+    show_default=True,
+    help="Address of the /healthz endpoint; empty to disable.",
+)
+@click.option(
+    "--leader-elect",
+    is_flag=False,
+    flag_value="true",
+    default="false",
+    show_default=True,
+    help="Run only while holding the Lease (for several replicas).",
+)
+@click.option(
+    "--lock-object-namespace",
+    default="volcano-system",
+    show_default=True,
+    help="Namespace of the leader-election Lease.",
+)
+@click.option(
+    "--max-requeue-num",
+    default=15,
+    show_default=True,
+    help="Failed attempts of one job action before the job is terminated.",
+)
+@click.option(
+    "--worker-threads",
+    default=3,
+    show_default=True,
+    help="Accepted for Volcano compatibility; the controller is single-threaded asyncio.",
+)
+@click.option(
+    "--listen-address",
+    default=":8081",
+    show_default=True,
+    help="Accepted for Volcano compatibility (no controller metrics yet).",
+)
+def controller(
+    kubeconfig: str | None,
+    master: str | None,
+    kube_api_qps: float,
+    kube_api_burst: int,
+    verbosity: int,
+    scheduler_names: tuple[str, ...],
+    healthz_address: str,
+    leader_elect: str,
+    lock_object_namespace: str,
+    max_requeue_num: int,
+    worker_threads: int,
+    listen_address: str,
+) -> None:
+    """Run vcjobs through their lifecycle and enrol plain pods into PodGroups."""
+    setup_logging(verbosity)
+    options = ControllerOptions(
+        scheduler_names=tuple(scheduler_names),
+        healthz_address=healthz_address,
+        leader_elect=go_bool(leader_elect),
+        lock_object_namespace=lock_object_namespace,
+        max_requeue=max_requeue_num,
+    )
+    factory = kube_store_factory(kubeconfig, master, kube_api_qps, kube_api_burst)
+    asyncio.run(_serve(factory, options))

@@ -1,0 +1,56 @@
+"""Live enrolment of plain pods into one-pod PodGroups (the pg-controller's job), following
+pod events; the rules themselves are in ``podgroup.py``, shared with the simulator."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from stromboli.core.cluster.store import ClusterStore
+from stromboli.core.controller.podgroup import enrol_pod, needs_podgroup
+from stromboli.core.informer import Informer
+
+log = logging.getLogger(__name__)
+POD = ("v1", "Pod")
+
+
+class PodEnroller:
+    def __init__(self, store: ClusterStore, scheduler_names: set[str]) -> None:
+        self.store = store
+        self.scheduler_names = scheduler_names
+        self.informer = Informer(store, [POD], self._seen)
+        self._waiting: dict[str, dict] = {}
+        self._wake = asyncio.Event()
+
+    def _seen(self, _kind: tuple[str, str], event_type: str, pod: dict) -> None:
+        uid = pod["metadata"].get("uid", "")
+        if event_type != "DELETED" and needs_podgroup(pod, self.scheduler_names):
+            self._waiting[uid] = pod
+            self._wake.set()
+        else:
+            self._waiting.pop(uid, None)
+
+    async def enrol_waiting(self) -> int:
+        done = 0
+        for uid, pod in list(self._waiting.items()):
+            del self._waiting[uid]
+            if await enrol_pod(self.store, pod) is not None:
+                done += 1
+        return done
+
+    async def run(self) -> None:
+        await self.informer.start()
+        follow = asyncio.create_task(self.informer.run())
+        try:
+            while True:
+                await self.enrol_waiting()
+                self._wake.clear()
+                if not self._waiting:
+                    await self._wake.wait()
+                if follow.done():
+                    follow.result()
+                    return
+        finally:
+            follow.cancel()
+            await asyncio.gather(follow, return_exceptions=True)
+            await self.informer.stop()

@@ -1,0 +1,93 @@
+"""``stromboli controller``: the vcjob controller and PodGroup enrolment on a live cluster.
+
+Runs the same ``JobController`` the simulator steps, following watches instead; optional
+leader election on a Lease so that only one replica acts; health served over HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+from dataclasses import dataclass
+
+from stromboli.core.api import constants as k
+from stromboli.core.clock import Clock, SystemClock
+from stromboli.core.cluster.store import ClusterStore
+from stromboli.core.controller.enrol import PodEnroller
+from stromboli.core.controller.job.controller import JobController
+from stromboli.core.httpserve import Endpoint, healthz_app
+from stromboli.core.leaderelection import LeaderElector
+
+log = logging.getLogger(__name__)
+LEASE_NAME = "vc-controller-manager"
+
+
+@dataclass(slots=True)
+class ControllerOptions:
+    scheduler_names: tuple[str, ...] = (k.DEFAULT_SCHEDULER_NAME,)
+    healthz_address: str = ":11251"
+    leader_elect: bool = False
+    lock_object_namespace: str = "volcano-system"
+    max_requeue: int = 15
+
+
+class ControllerServer:
+    def __init__(
+        self, store: ClusterStore, options: ControllerOptions, clock: Clock | None = None
+    ) -> None:
+        self.store = store
+        self.options = options
+        self.clock = clock or SystemClock()
+        self.jobs = JobController(store, self.clock, max_requeue=options.max_requeue)
+        self.enroller = PodEnroller(store, set(options.scheduler_names))
+        self.stopping = asyncio.Event()
+        self.endpoints: list[Endpoint] = []
+        self.elector: LeaderElector | None = None
+        if options.leader_elect:
+            identity = f"{socket.gethostname()}_{os.getpid()}"
+            self.elector = LeaderElector(
+                store, self.clock, LEASE_NAME, options.lock_object_namespace, identity
+            )
+
+    def healthy(self) -> tuple[bool, str]:
+        return True, "ok"
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+    async def run(self) -> None:
+        """Serve until ``stop()``; returns early if a worker fails or the Lease is lost."""
+        if self.options.healthz_address:
+            endpoint = Endpoint(healthz_app(self.healthy), self.options.healthz_address)
+            await endpoint.start()
+            self.endpoints.append(endpoint)
+        workers: list[asyncio.Task] = []
+        try:
+            if self.elector is not None:
+                acquiring = asyncio.create_task(self.elector.acquire())
+                stopping = asyncio.create_task(self.stopping.wait())
+                await asyncio.wait({acquiring, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                stopping.cancel()
+                if not acquiring.done():
+                    acquiring.cancel()
+                    return
+                workers.append(asyncio.create_task(self.elector.keep_renewing()))
+            workers.append(asyncio.create_task(self.jobs.run()))
+            workers.append(asyncio.create_task(self.enroller.run()))
+            stopping = asyncio.create_task(self.stopping.wait())
+            done, _ = await asyncio.wait({stopping, *workers}, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if task is not stopping and task.exception() is not None:
+                    raise task.exception()  # type: ignore[misc]
+        finally:
+            for task in workers:
+                task.cancel()
+            with contextlib.suppress(Exception):
+                await asyncio.gather(*workers, return_exceptions=True)
+            if self.elector is not None:
+                await self.elector.release()
+            for endpoint in self.endpoints:
+                await endpoint.stop()
