@@ -489,6 +489,25 @@ class ControlPlane:
 
         self._start_with_ports("kwok", argv, probe, 1)
 
+    def restart_apiserver(self, timeout: float = 120.0) -> None:
+        """Crash kube-apiserver (SIGKILL: connections just break) and start it again on the
+        same port; returns once it is ready. For tests of recovery."""
+        component = self.components["kube-apiserver"]
+        if component.pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(component.pid, signal.SIGKILL)
+        component.stop()  # reaps it
+        component.start()
+        deadline = time.monotonic() + timeout
+        while True:
+            component.check_alive()
+            with contextlib.suppress(KubeAPIError, OSError):
+                if self.client.get("/readyz") == "ok":
+                    return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"kube-apiserver did not come back:\n{component.tail(40)}")
+            time.sleep(0.25)
+
     def start_scheduler(self, extra_args: Sequence[str] = ()) -> None:
         """Start the upstream kube-scheduler (``default-scheduler``) against this cluster."""
         with self._lock:

@@ -288,8 +288,47 @@ def job_figures(result: SimulationResult, final: dict) -> list[JobFigures]:
         job.pods = dict(Counter((p.get("status") or {}).get("phase") or "Pending" for p in pods))
         job.end = _job_end(pods, past, result)
         jobs.append(job)
+    jobs.extend(_finished_vcjobs(result, final, live, history, {j.label for j in jobs}))
     jobs.sort(key=lambda j: (j.submit, j.label))
     return jobs
+
+
+def _finished_vcjobs(
+    result: SimulationResult,
+    final: dict,
+    live: dict[str, list[dict]],
+    history: dict[str, list[PodTimes]],
+    seen: set[str],
+) -> list[JobFigures]:
+    """vcjobs whose PodGroup is gone (the controller deletes it when the job finishes)."""
+    out: list[JobFigures] = []
+    for vcjob in _items(final, "Job"):
+        if vcjob.get("apiVersion") != k.BATCH_V1ALPHA1:
+            continue
+        meta = vcjob.get("metadata") or {}
+        namespace = meta.get("namespace") or "default"
+        label = f"{namespace}/{meta.get('name', '')}"
+        if label in seen:
+            continue
+        key = f"{namespace}/{meta.get('name', '')}-{meta.get('uid', '')}"
+        pods, past = live.get(key, []), history.get(key, [])
+        starts = [t.started for t in past if t.started is not None]
+        job = JobFigures(
+            namespace=namespace,
+            name=meta.get("name", ""),
+            label=label,
+            queue=(vcjob.get("spec") or {}).get("queue") or k.DEFAULT_QUEUE,
+            phase=(((vcjob.get("status") or {}).get("state") or {}).get("phase")) or "Pending",
+            min_member=int((vcjob.get("spec") or {}).get("minAvailable") or 0),
+            owner_kind="Job",
+            owner_state=(((vcjob.get("status") or {}).get("state") or {}).get("phase")),
+            submit=seconds_of(meta.get("creationTimestamp")) or 0.0,
+        )
+        job.start = min(starts) if starts else None
+        job.pods = dict(Counter((p.get("status") or {}).get("phase") or "Pending" for p in pods))
+        job.end = _job_end(pods, past, result)
+        out.append(job)
+    return out
 
 
 def _job_end(pods: list[dict], past: list[PodTimes], result: SimulationResult) -> float | None:

@@ -304,3 +304,25 @@ async def test_vcjob_runs_to_completion(cluster, store, namespace, tmp_path) -> 
     finally:
         controller.stop()
         scheduler.stop()
+
+
+async def test_scheduler_survives_an_api_server_restart(cluster, namespace, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    log = tmp_path / "scheduler.log"
+    scheduler = SchedulerProcess(cluster, log)
+    store = KubeStore(KubeConfig.load(str(cluster.kubeconfig_path)))
+    try:
+        await create_gang(store, namespace, "before", 2, "500m")
+
+        async def bound(prefix: str) -> bool:
+            placed = await placements(store, namespace)
+            pods = [node for name, node in placed.items() if name.startswith(prefix)]
+            return len(pods) == 2 and all(pods)
+
+        await eventually(lambda: bound("before"))
+        await asyncio.to_thread(cluster.restart_apiserver)
+        await create_gang(store, namespace, "after", 2, "500m")
+        await eventually(lambda: bound("after"), timeout=90)
+        assert scheduler.process.poll() is None, log.read_text()[-3000:]
+    finally:
+        scheduler.stop()
+        await store.close()
