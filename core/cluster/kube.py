@@ -75,7 +75,7 @@ class KubeStore(ClusterStore):
         *,
         clock: Clock | None = None,
         request_timeout: float = 60.0,
-        max_connections: int = 256,
+        max_connections: int = 64,
         list_page_size: int = LIST_PAGE_SIZE,
         watch_timeout: int = WATCH_TIMEOUT,
         watch_max_backoff: float = 10.0,

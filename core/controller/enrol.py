@@ -12,6 +12,8 @@ from stromboli.core.informer import Informer
 
 log = logging.getLogger(__name__)
 POD = ("v1", "Pod")
+#: Pods enrolled at once; each enrolment is a PodGroup create and a pod patch.
+ENROL_CONCURRENCY = 32
 
 
 class PodEnroller:
@@ -31,12 +33,16 @@ class PodEnroller:
             self._waiting.pop(uid, None)
 
     async def enrol_waiting(self) -> int:
-        done = 0
-        for uid, pod in list(self._waiting.items()):
-            del self._waiting[uid]
-            if await enrol_pod(self.store, pod) is not None:
-                done += 1
-        return done
+        """Enrol every pod waiting now, several at a time (each takes two API calls)."""
+        pods = list(self._waiting.values())
+        self._waiting.clear()
+        gate = asyncio.Semaphore(ENROL_CONCURRENCY)
+
+        async def one(pod: dict) -> bool:
+            async with gate:
+                return await enrol_pod(self.store, pod) is not None
+
+        return sum(await asyncio.gather(*(one(pod) for pod in pods)))
 
     async def run(self) -> None:
         await self.informer.start()

@@ -38,12 +38,17 @@ class PodCondition:
     reason: str
     message: str
     nominated_node: str = ""
+    #: The pod as the cache last saw it, written against first to save a read.
+    pod: dict | None = None
 
 
 @dataclass(slots=True)
 class StatusChanges:
     #: (namespace, name) → the PodGroup's new status, only where it changed.
     podgroups: dict[tuple[str, str], dict] = field(default_factory=dict)
+    #: The PodGroups and Queues as the cache last saw them (see ``PodCondition.pod``).
+    podgroup_objects: dict[tuple[str, str], dict] = field(default_factory=dict)
+    queue_objects: dict[str, dict] = field(default_factory=dict)
     pod_conditions: list[PodCondition] = field(default_factory=list)
     #: Queue name → new ``status.allocated`` ResourceList, only where it changed.
     queues: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -149,6 +154,7 @@ def collect(ssn: Session, now: str) -> StatusChanges:
         if status is not None:
             key = (job.namespace, job.name)
             changes.podgroups[key] = status
+            changes.podgroup_objects[key] = job.podgroup
         phase = status["phase"] if status is not None else job.phase
         gang_message = ssn.unschedulable_events.get(job.uid)
         if phase in ("Pending", "Inqueue", "Unknown") and gang_message is not None:
@@ -169,7 +175,9 @@ def collect(ssn: Session, now: str) -> StatusChanges:
             if _pod_condition_unchanged(task.pod, reason, message, task.nominated_node):
                 continue
             changes.pod_conditions.append(
-                PodCondition(task.namespace, task.name, reason, message, task.nominated_node)
+                PodCondition(
+                    task.namespace, task.name, reason, message, task.nominated_node, task.pod
+                )
             )
     _queue_allocated(ssn, allocated, changes)
     return changes
@@ -191,3 +199,4 @@ def _queue_allocated(ssn: Session, allocated: dict[str, Resource], changes: Stat
         old = (ssn.queues[name].queue.get("status") or {}).get("allocated") or {}
         if Resource.from_list(old) != Resource.from_list(listed):
             changes.queues[name] = listed
+            changes.queue_objects[name] = ssn.queues[name].queue

@@ -186,77 +186,87 @@ class StatusWriter:
         return True
 
     async def write(self, changes: StatusChanges) -> None:
-        await bounded(changes.podgroups.items(), self._podgroup, self.concurrency)
-        await bounded(changes.queues.items(), self._queue, self.concurrency)
+        async def podgroup(item: tuple[tuple[str, str], dict]) -> None:
+            (namespace, name), status = item
+            await self._write_latest(
+                f"PodGroup {namespace}/{name}",
+                changes.podgroup_objects.get((namespace, name)),
+                lambda: self.store.get(k.SCHEDULING_V1BETA1, "PodGroup", name, namespace),
+                lambda pg: self.store.update({**pg, "status": status}),
+            )
+
+        async def queue(item: tuple[str, dict[str, str]]) -> None:
+            name, allocated = item
+            await self._write_latest(
+                f"Queue {name}",
+                changes.queue_objects.get(name),
+                lambda: self.store.get(k.SCHEDULING_V1BETA1, "Queue", name),
+                lambda q: self.store.update_status(
+                    {**q, "status": {**(q.get("status") or {}), "allocated": allocated}}
+                ),
+            )
+
+        await bounded(changes.podgroups.items(), podgroup, self.concurrency)
+        await bounded(changes.queues.items(), queue, self.concurrency)
         await bounded(changes.pod_conditions, self._pod_condition_with_event, self.concurrency)
         for event in changes.events:
             await self.recorder.record(event.involved, event.type, event.reason, event.message)
 
-    async def _podgroup(self, item: tuple[tuple[str, str], dict]) -> None:
-        (namespace, name), status = item
+    async def _write_latest(
+        self,
+        what: str,
+        cached: dict | None,
+        fetch: Callable[[], Awaitable[dict]],
+        put: Callable[[dict], Awaitable[dict]],
+    ) -> None:
+        """Write against the cached object first (one request when it is current), then
+        against a fresh read after each conflict. A vanished object is not an error."""
+        current = cached
         for _ in range(CONFLICT_RETRIES):
             try:
-                pg = await self.store.get(k.SCHEDULING_V1BETA1, "PodGroup", name, namespace)
-                pg["status"] = {**status, "phase": status["phase"]}
-                await self.store.update(pg)
+                if current is None:
+                    current = await fetch()
+                await put(current)
                 return
             except ConflictError:
-                continue
+                current = None
             except NotFoundError:
                 return
             except ApiError as err:
-                log.warning("could not update PodGroup %s/%s: %s", namespace, name, err)
+                log.warning("could not update %s: %s", what, err)
                 return
-        log.warning("gave up updating PodGroup %s/%s after conflicts", namespace, name)
-
-    async def _queue(self, item: tuple[str, dict[str, str]]) -> None:
-        name, allocated = item
-        for _ in range(CONFLICT_RETRIES):
-            try:
-                queue = await self.store.get(k.SCHEDULING_V1BETA1, "Queue", name)
-                queue.setdefault("status", {})["allocated"] = allocated
-                await self.store.update_status(queue)
-                return
-            except ConflictError:
-                continue
-            except NotFoundError:
-                return
-            except ApiError as err:
-                log.warning("could not update Queue %s: %s", name, err)
-                return
+        log.warning("gave up updating %s after conflicts", what)
 
     async def _pod_condition(self, condition: PodCondition) -> None:
         now = format_time(self.clock.now())
-        for _ in range(CONFLICT_RETRIES):
-            try:
-                pod = await self.store.get("v1", "Pod", condition.name, condition.namespace)
-                status = pod.setdefault("status", {})
-                conditions = [
-                    c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"
-                ]
-                conditions.append(
-                    {
-                        "type": "PodScheduled",
-                        "status": "False",
-                        "reason": condition.reason,
-                        "message": condition.message,
-                        "lastTransitionTime": now,
-                    }
-                )
-                status["conditions"] = conditions
-                if condition.nominated_node:
-                    status["nominatedNodeName"] = condition.nominated_node
-                else:
-                    status.pop("nominatedNodeName", None)
-                await self.store.update_status(pod)
-                return
-            except ConflictError:
-                continue
-            except NotFoundError:
-                return
-            except ApiError as err:
-                log.warning("could not update pod %s: %s", condition.name, err)
-                return
+
+        def with_condition(pod: dict) -> dict:
+            status = dict(pod.get("status") or {})
+            conditions = [
+                c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"
+            ]
+            conditions.append(
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": condition.reason,
+                    "message": condition.message,
+                    "lastTransitionTime": now,
+                }
+            )
+            status["conditions"] = conditions
+            if condition.nominated_node:
+                status["nominatedNodeName"] = condition.nominated_node
+            else:
+                status.pop("nominatedNodeName", None)
+            return {**pod, "status": status}
+
+        await self._write_latest(
+            f"pod {condition.namespace}/{condition.name}",
+            condition.pod,
+            lambda: self.store.get("v1", "Pod", condition.name, condition.namespace),
+            lambda pod: self.store.update_status(with_condition(pod)),
+        )
 
     async def _pod_condition_with_event(self, condition: PodCondition) -> None:
         await self._pod_condition(condition)
