@@ -126,17 +126,6 @@ def test_missing_names_read_as_zero() -> None:
     assert r().milli_cpu == 0.0
 
 
-def test_min_and_max_with_cover_names_of_both() -> None:
-    a = r(cpu=1000, memory=5)
-    b = Resource({"cpu": 500, "nvidia.com/gpu": 2})
-    assert a.max_with(b).amounts == {"cpu": 1000, "memory": 5, "nvidia.com/gpu": 2}
-    # Absent names count as zero, and zeros are dropped.
-    assert a.min_with(b).amounts == {"cpu": 500}
-
-
-# -- comparisons -----------------------------------------------------------------------------
-
-
 def test_less_equal_simple() -> None:
     assert r(cpu=1000).less_equal(r(cpu=1000))
     assert r(cpu=1000).less_equal(r(cpu=2000, memory=1))
@@ -165,25 +154,6 @@ def test_less_equal_ignores_amounts_below_tolerance() -> None:
 def test_empty_is_less_equal_anything() -> None:
     assert r().less_equal(r())
     assert r().less_equal(r(cpu=1))
-
-
-def test_less_equal_on_only_checks_named_dimensions() -> None:
-    big_memory = r(cpu=1000, memory=10**12)
-    assert big_memory.less_equal_on(r(cpu=1000, memory=1), ["cpu"])
-    assert not big_memory.less_equal_on(r(cpu=1000, memory=1), ["cpu", "memory"])
-    # A name absent from the limit is unlimited.
-    assert big_memory.less_equal_on(r(cpu=1000), ["cpu", "memory"])
-
-
-def test_less_partly() -> None:
-    assert r(cpu=1000, memory=10).less_partly(r(cpu=2000, memory=1))
-    assert not r(cpu=2000).less_partly(r(cpu=2000, memory=5))
-
-
-def test_fit_delta_names_what_does_not_fit() -> None:
-    need = Resource({"cpu": 3000, "memory": 1, "nvidia.com/gpu": 1})
-    assert sorted(need.fit_delta(r(cpu=2000, memory=1))) == ["cpu", "nvidia.com/gpu"]
-    assert need.fit_delta(need) == []
 
 
 def test_equality_within_tolerance_and_over_missing_names() -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from stromboli.core.scheduler.api.job import TaskInfo
-from stromboli.core.scheduler.api.resource import EPSILON, Resource, ResourceIndex
+from stromboli.core.scheduler.api.resource import Resource, ResourceIndex
 from stromboli.core.scheduler.api.status import ALLOCATED_STATUS, TaskStatus
 
 
@@ -198,22 +198,11 @@ class NodeTable:
     def future_idle(self) -> np.ndarray:
         return self.future
 
-    def idle_of(self, node_name: str) -> Resource:
-        position = self.position[node_name]
-        return self.index.resource(self.allocatable[position] - self.used[position])
-
     def used_of(self, node_name: str) -> Resource:
         return self.index.resource(self.used[self.position[node_name]])
 
     def total_allocatable(self) -> Resource:
         return self.index.resource(self.allocatable.sum(axis=0))
-
-    def fits(self, vector: np.ndarray, available: np.ndarray) -> np.ndarray:
-        """Boolean mask of nodes whose ``available`` rows hold ``vector``."""
-        needed = vector > EPSILON
-        if not needed.any():
-            return np.ones(available.shape[0], dtype=bool)
-        return (available[:, needed] >= vector[needed] - EPSILON).all(axis=1)
 
 
 def is_counted_on_node(status: TaskStatus) -> bool:

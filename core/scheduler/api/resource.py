@@ -154,30 +154,9 @@ class Resource:
                 return False
         return True
 
-    def less_equal_on(self, other: Resource, names: Iterable[str]) -> bool:
-        """``less_equal`` restricted to ``names``; absent names in ``other`` are unlimited."""
-        for name in names:
-            v = self.amounts.get(name, 0.0)
-            if name in other.amounts and v > other.amounts[name] + EPSILON:
-                return False
-        return True
-
-    def less_partly(self, other: Resource) -> bool:
-        """Some amount requested here is strictly below ``other``'s."""
-        return any(v < other.amounts.get(name, 0.0) - EPSILON for name, v in self.amounts.items())
-
-    def min_with(self, other: Resource) -> Resource:
-        """Per-name minimum, over names present in either (absent = 0)."""
-        names = set(self.amounts) | set(other.amounts)
-        return Resource({n: min(self.get(n), other.get(n)) for n in names})
-
     def max_with(self, other: Resource) -> Resource:
         names = set(self.amounts) | set(other.amounts)
         return Resource({n: max(self.get(n), other.get(n)) for n in names})
-
-    def fit_delta(self, other: Resource) -> list[str]:
-        """Names whose amount here exceeds ``other`` (what makes a request not fit)."""
-        return [n for n, v in self.amounts.items() if v > other.get(n) + EPSILON]
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Resource):

@@ -8,7 +8,6 @@ here with ``@register_plugin`` or ``@register_action``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
 from stromboli.core.scheduler.framework.arguments import Arguments
@@ -64,6 +63,3 @@ def register_action(cls: type[Action]) -> type[Action]:
 def load_builtins() -> None:
     """Import the built-in actions and plugins so that they register themselves."""
     from stromboli.core.scheduler import actions, plugins  # noqa: F401
-
-
-PluginFactory = Callable[[Arguments], Plugin]
