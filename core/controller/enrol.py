@@ -20,11 +20,12 @@ class PodEnroller:
     def __init__(self, store: ClusterStore, scheduler_names: set[str]) -> None:
         self.store = store
         self.scheduler_names = scheduler_names
-        self.informer = Informer(store, [POD], self._seen)
+        self.informer = Informer(store, [POD], self.seen)
         self._waiting: dict[str, dict] = {}
         self._wake = asyncio.Event()
 
-    def _seen(self, _kind: tuple[str, str], event_type: str, pod: dict) -> None:
+    def seen(self, _kind: tuple[str, str], event_type: str, pod: dict) -> None:
+        """A pod event; call it directly to share another informer's pod watch."""
         uid = pod["metadata"].get("uid", "")
         if event_type != "DELETED" and needs_podgroup(pod, self.scheduler_names):
             self._waiting[uid] = pod
@@ -44,7 +45,14 @@ class PodEnroller:
 
         return sum(await asyncio.gather(*(one(pod) for pod in pods)))
 
-    async def run(self) -> None:
+    async def run(self, own_watch: bool = True) -> None:
+        """Enrol pods as they come; without ``own_watch`` events arrive through ``seen``."""
+        if not own_watch:
+            while True:
+                await self.enrol_waiting()
+                self._wake.clear()
+                if not self._waiting:
+                    await self._wake.wait()
         await self.informer.start()
         follow = asyncio.create_task(self.informer.run())
         try:

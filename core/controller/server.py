@@ -23,6 +23,7 @@ from stromboli.core.leaderelection import LeaderElector
 
 log = logging.getLogger(__name__)
 LEASE_NAME = "vc-controller-manager"
+POD = ("v1", "Pod")
 
 
 @dataclass(slots=True)
@@ -43,6 +44,15 @@ class ControllerServer:
         self.clock = clock or SystemClock()
         self.jobs = JobController(store, self.clock, max_requeue=options.max_requeue)
         self.enroller = PodEnroller(store, set(options.scheduler_names))
+        # One pod watch for both: the job controller's informer hands pod events on.
+        job_handler = self.jobs.informer.handler
+
+        def handle(kind: tuple[str, str], event_type: str, obj: dict) -> None:
+            job_handler(kind, event_type, obj)
+            if kind == POD:
+                self.enroller.seen(kind, event_type, obj)
+
+        self.jobs.informer.handler = handle
         self.stopping = asyncio.Event()
         self.endpoints: list[Endpoint] = []
         self.elector: LeaderElector | None = None
@@ -76,7 +86,7 @@ class ControllerServer:
                     return
                 workers.append(asyncio.create_task(self.elector.keep_renewing()))
             workers.append(asyncio.create_task(self.jobs.run()))
-            workers.append(asyncio.create_task(self.enroller.run()))
+            workers.append(asyncio.create_task(self.enroller.run(own_watch=False)))
             stopping = asyncio.create_task(self.stopping.wait())
             done, _ = await asyncio.wait({stopping, *workers}, return_when=asyncio.FIRST_COMPLETED)
             for task in done:

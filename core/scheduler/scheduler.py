@@ -15,6 +15,7 @@ from stromboli.core.cluster.errors import AlreadyExistsError
 from stromboli.core.cluster.store import ClusterStore
 from stromboli.core.events import EventRecorder
 from stromboli.core.informer import Informer
+from stromboli.core.scheduler.api.status import TaskStatus
 from stromboli.core.scheduler.cache import WATCHED_KINDS, SchedulerCache
 from stromboli.core.scheduler.conf import ConfigSource
 from stromboli.core.scheduler.framework.plugin import ACTIONS, Action
@@ -121,6 +122,9 @@ class Scheduler:
         await self.writer.bind(ssn.outcome.binds, report)
         for task in report.bound:
             self.cache.assume_bound(task, task.node_name)
+            # The API server has the binding now: the PodGroup status written below may count
+            # the pod as bound (Running at once, not Inqueue first and Running a cycle later).
+            ssn.jobs[task.job_id].update_status(task, TaskStatus.BOUND)
         changes = collect(ssn, format_time(now))
         await self.writer.write(changes)
         stats.write_seconds = time.perf_counter() - write_started

@@ -326,3 +326,23 @@ async def test_scheduler_survives_an_api_server_restart(cluster, namespace, tmp_
     finally:
         scheduler.stop()
         await store.close()
+
+
+async def test_plain_pod_is_enrolled_and_scheduled(cluster, store, namespace, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    scheduler = SchedulerProcess(cluster, tmp_path / "scheduler.log")
+    controller = ControllerProcess(cluster, tmp_path / "controller.log")
+    try:
+        created = await store.create(pod("plain", namespace, "1", None))
+
+        async def bound() -> bool:
+            return bool((await placements(store, namespace))["plain"])
+
+        await eventually(bound)
+        group = f"podgroup-{created['metadata']['uid']}"
+        pg = await store.get(*PG, group, namespace)
+        assert pg["spec"]["minMember"] == 1
+        placed = await store.get("v1", "Pod", "plain", namespace)
+        assert placed["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == group
+    finally:
+        controller.stop()
+        scheduler.stop()
