@@ -1,23 +1,59 @@
 """What the API server's admission does to the simulator's input before it is stored.
 
-Volcano's mutating webhook rules (shared with the webhook) plus the one built-in admission
-step the scheduler depends on: resolving a pod's ``priorityClassName`` into ``spec.priority``.
+Volcano's admission rules (the same functions the webhook serves: mutation, then validation
+of Queues, PodGroups, vcjobs and pods) plus the one built-in admission step the scheduler
+depends on: resolving a pod's ``priorityClassName`` into ``spec.priority``. A refused object
+stops the run with the webhook's message, as ``kubectl create`` would fail.
 """
 
 from __future__ import annotations
 
 from stromboli.core.api import constants as k
+from stromboli.webhooks.rules.job import admission_message, validate_job_create
 from stromboli.webhooks.rules.mutate import mutate_podgroup, mutate_queue
+from stromboli.webhooks.rules.pod import validate_pod_create
+from stromboli.webhooks.rules.podgroup import validate_podgroup_create
+from stromboli.webhooks.rules.queue import validate_queue
+
+
+class AdmissionError(ValueError):
+    """An object Volcano's webhook would refuse."""
+
+
+def _open_queue(name: str) -> dict:
+    spec = {"weight": 1, "reclaimable": name != k.ROOT_QUEUE}
+    if name != k.ROOT_QUEUE:
+        spec["parent"] = k.ROOT_QUEUE
+    return {
+        "apiVersion": k.SCHEDULING_V1BETA1,
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": spec,
+        "status": {"state": "Open"},
+    }
 
 
 class Admission:
-    def __init__(self) -> None:
+    def __init__(self, scheduler_names: set[str] | None = None) -> None:
         self.priority_classes: dict[str, int] = {}
         self.global_default = 0
         self.namespace_annotations: dict[str, dict[str, str]] = {}
+        self.scheduler_names = scheduler_names or {k.DEFAULT_SCHEDULER_NAME}
+        #: Queues admitted so far (the scheduler creates ``root`` and ``default`` first).
+        self.queues: dict[str, dict] = {
+            name: _open_queue(name) for name in (k.ROOT_QUEUE, k.DEFAULT_QUEUE)
+        }
+
+    @staticmethod
+    def _refuse(webhook: str, errors: list[str]) -> None:
+        if errors:
+            raise AdmissionError(
+                f'admission webhook "{webhook}" denied the request: {admission_message(errors)}'
+            )
 
     def admit(self, obj: dict) -> dict:
         kind = obj.get("kind")
+        api_version = obj.get("apiVersion")
         meta = obj.get("metadata") or {}
         if kind == "PriorityClass":
             value = int(obj.get("value") or 0)
@@ -26,16 +62,30 @@ class Admission:
                 self.global_default = value
         elif kind == "Namespace":
             self.namespace_annotations[meta["name"]] = dict(meta.get("annotations") or {})
-        elif kind == "Queue" and obj.get("apiVersion") == k.SCHEDULING_V1BETA1:
-            return mutate_queue(obj)
-        elif kind == "PodGroup" and obj.get("apiVersion") == k.SCHEDULING_V1BETA1:
+        elif kind == "Queue" and api_version == k.SCHEDULING_V1BETA1:
+            queue = mutate_queue(obj)
+            self._refuse("validatequeue.volcano.sh", validate_queue(queue, self.queues))
+            state = (queue.get("status") or {}).get("state") or "Open"
+            self.queues[meta["name"]] = {
+                **queue,
+                "status": {**(queue.get("status") or {}), "state": state},
+            }
+            return queue
+        elif kind == "PodGroup" and api_version == k.SCHEDULING_V1BETA1:
             namespace = meta.get("namespace", "default")
-            return mutate_podgroup(obj, self.namespace_annotations.get(namespace, {}))
+            podgroup = mutate_podgroup(obj, self.namespace_annotations.get(namespace, {}))
+            self._refuse(
+                "validatepodgroup.volcano.sh", validate_podgroup_create(podgroup, self.queues)
+            )
+            return podgroup
+        elif kind == "Job" and api_version == k.BATCH_V1ALPHA1:
+            self._refuse("validatejob.volcano.sh", validate_job_create(obj, self.queues))
         elif kind == "Pod":
-            return self._pod_priority(obj)
+            self._refuse("validatepod.volcano.sh", validate_pod_create(obj, self.scheduler_names))
+            return self.pod_priority(obj)
         return obj
 
-    def _pod_priority(self, pod: dict) -> dict:
+    def pod_priority(self, pod: dict) -> dict:
         spec = pod.get("spec") or {}
         if spec.get("priority") is not None:
             return pod
@@ -43,7 +93,9 @@ class Admission:
         if class_name:
             value = self.priority_classes.get(class_name)
             if value is None:
-                raise ValueError(f"spec.priorityClassName: no PriorityClass named {class_name!r}")
+                raise AdmissionError(
+                    f"spec.priorityClassName: no PriorityClass named {class_name!r}"
+                )
         else:
             value = self.global_default
         return {**pod, "spec": {**spec, "priority": value}}

@@ -109,3 +109,66 @@ spec: {minMember: 1}
     simulation = await run(tmp_path, text)
     pg = await simulation.store.get("scheduling.volcano.sh/v1beta1", "PodGroup", "pg", "team")
     assert pg["spec"]["queue"] == "team-q"
+
+
+def vcjob(name: str, queue: str, tasks: list[tuple[str, int]]) -> str:
+    task_text = "".join(
+        f"""
+  - name: {task}
+    replicas: {replicas}
+    template:
+      spec:
+        containers: [{{name: c, image: x, resources: {{requests: {{cpu: "1"}}}}}}]"""
+        for task, replicas in tasks
+    )
+    return f"""---
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {{name: {name}}}
+spec:
+  queue: {queue}
+  tasks:{task_text}
+"""
+
+
+async def test_vcjob_with_duplicate_task_names_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(SimulationInputError, match="duplicated task name worker"):
+        await run(tmp_path, NODE + vcjob("j", "default", [("worker", 1), ("worker", 2)]))
+
+
+async def test_vcjob_to_a_missing_queue_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(SimulationInputError, match=r'validatejob\.volcano\.sh" denied'):
+        await run(tmp_path, NODE + vcjob("j", "nowhere", [("worker", 1)]))
+
+
+async def test_queue_with_deserved_above_capability_is_refused(tmp_path: Path) -> None:
+    text = (
+        NODE
+        + """---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: q}
+spec: {capability: {cpu: "2"}, deserved: {cpu: "4"}}
+"""
+    )
+    with pytest.raises(SimulationInputError, match=r"validatequeue\.volcano\.sh"):
+        await run(tmp_path, text)
+
+
+async def test_podgroup_to_a_closed_queue_is_refused(tmp_path: Path) -> None:
+    text = (
+        NODE
+        + """---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: shut}
+status: {state: Closed}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: pg}
+spec: {minMember: 1, queue: shut}
+"""
+    )
+    with pytest.raises(SimulationInputError, match="queue with state `Open`"):
+        await run(tmp_path, text)
