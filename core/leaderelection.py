@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 from datetime import timedelta
 
 from stromboli.core.clock import Clock, format_micro_time, parse_time
@@ -38,6 +40,13 @@ class LeaderElector:
         self.lease_duration = lease_duration
         self.renew_period = renew_period
         self._renewed_at: float | None = None
+
+    @classmethod
+    def for_this_process(
+        cls, store: ClusterStore, clock: Clock, name: str, namespace: str
+    ) -> LeaderElector:
+        """A candidate named after this host and process, as Kubernetes components are."""
+        return cls(store, clock, name, namespace, f"{socket.gethostname()}_{os.getpid()}")
 
     @property
     def is_leader(self) -> bool:
@@ -104,6 +113,17 @@ class LeaderElector:
         """Wait until this candidate leads."""
         while not await self.try_acquire_or_renew():
             await asyncio.sleep(self.renew_period)
+
+    async def acquire_unless(self, stopping: asyncio.Event) -> bool:
+        """Wait until this candidate leads (True) or ``stopping`` is set first (False)."""
+        acquiring = asyncio.create_task(self.acquire())
+        stopped = asyncio.create_task(stopping.wait())
+        await asyncio.wait({acquiring, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        if acquiring.done():
+            return True
+        acquiring.cancel()
+        return False
 
     async def keep_renewing(self) -> None:
         """Renew until leadership is lost; returns then (the caller should stop working)."""

@@ -4,25 +4,18 @@
 from __future__ import annotations
 
 import asyncio
-import signal
 
 import click
 
 from stromboli.core.api import constants as k
-from stromboli.core.cli.scheduler import go_bool, kube_options, kube_store_factory, setup_logging
+from stromboli.core.cli.scheduler import (
+    go_bool,
+    kube_options,
+    kube_store_factory,
+    serve,
+    setup_logging,
+)
 from stromboli.core.controller.server import ControllerOptions, ControllerServer
-
-
-async def _serve(store_factory, options: ControllerOptions) -> None:  # type: ignore[no-untyped-def]
-    store = await store_factory()
-    server = ControllerServer(store, options)
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, server.stop)
-    try:
-        await server.run()
-    finally:
-        await store.close()
 
 
 @click.command()
@@ -97,4 +90,4 @@ def controller(
         max_requeue=max_requeue_num,
     )
     factory = kube_store_factory(kubeconfig, master, kube_api_qps, kube_api_burst)
-    asyncio.run(_serve(factory, options))
+    asyncio.run(serve(factory, lambda store: ControllerServer(store, options)))

@@ -75,9 +75,10 @@ def setup_logging(verbosity: int) -> None:
     )
 
 
-async def _serve(store_factory, options: SchedulerOptions) -> None:  # type: ignore[no-untyped-def]
+async def serve(store_factory, make_server) -> None:  # type: ignore[no-untyped-def]
+    """Run ``make_server(store)`` until SIGTERM/SIGINT, then close the store."""
     store = await store_factory()
-    server = SchedulerServer(store, options)
+    server = make_server(store)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, server.stop)
@@ -178,7 +179,7 @@ def scheduler(
             lock_object_namespace=lock_object_namespace,
         )
         factory = kube_store_factory(kubeconfig, master, kube_api_qps, kube_api_burst)
-        asyncio.run(_serve(factory, options))
+        asyncio.run(serve(factory, lambda store: SchedulerServer(store, options)))
     except (ConfigError, ValueError) as err:
         raise click.ClickException(str(err)) from None
     except LostLeadership as err:

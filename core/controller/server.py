@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import socket
 from dataclasses import dataclass
 
 from stromboli.core.api import constants as k
@@ -57,9 +55,8 @@ class ControllerServer:
         self.endpoints: list[Endpoint] = []
         self.elector: LeaderElector | None = None
         if options.leader_elect:
-            identity = f"{socket.gethostname()}_{os.getpid()}"
-            self.elector = LeaderElector(
-                store, self.clock, LEASE_NAME, options.lock_object_namespace, identity
+            self.elector = LeaderElector.for_this_process(
+                store, self.clock, LEASE_NAME, options.lock_object_namespace
             )
 
     def healthy(self) -> tuple[bool, str]:
@@ -77,12 +74,7 @@ class ControllerServer:
         workers: list[asyncio.Task] = []
         try:
             if self.elector is not None:
-                acquiring = asyncio.create_task(self.elector.acquire())
-                stopping = asyncio.create_task(self.stopping.wait())
-                await asyncio.wait({acquiring, stopping}, return_when=asyncio.FIRST_COMPLETED)
-                stopping.cancel()
-                if not acquiring.done():
-                    acquiring.cancel()
+                if not await self.elector.acquire_unless(self.stopping):
                     return
                 workers.append(asyncio.create_task(self.elector.keep_renewing()))
             workers.append(asyncio.create_task(self.jobs.run()))

@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import socket
 import time
 from dataclasses import dataclass
 
@@ -71,9 +69,8 @@ class SchedulerServer:
         self.endpoints: list[Endpoint] = []
         self.elector: LeaderElector | None = None
         if options.leader_elect:
-            identity = f"{socket.gethostname()}_{os.getpid()}"
-            self.elector = LeaderElector(
-                store, self.clock, LEASE_NAME, options.lock_object_namespace, identity
+            self.elector = LeaderElector.for_this_process(
+                store, self.clock, LEASE_NAME, options.lock_object_namespace
             )
 
     def healthy(self) -> tuple[bool, str]:
@@ -104,12 +101,7 @@ class SchedulerServer:
         informing: asyncio.Task | None = None
         try:
             if self.elector is not None:
-                acquiring = asyncio.create_task(self.elector.acquire())
-                stopping = asyncio.create_task(self.stopping.wait())
-                await asyncio.wait({acquiring, stopping}, return_when=asyncio.FIRST_COMPLETED)
-                stopping.cancel()
-                if not acquiring.done():
-                    acquiring.cancel()
+                if not await self.elector.acquire_unless(self.stopping):
                     return
                 renewing = asyncio.create_task(self.elector.keep_renewing())
                 log.info("acquired the lease; scheduling")
