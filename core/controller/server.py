@@ -1,4 +1,5 @@
-"""``stromboli controller``: the vcjob controller and PodGroup enrolment on a live cluster.
+"""``stromboli controller``: the vcjob, CronJob and JobFlow controllers and PodGroup enrolment
+on a live cluster.
 
 Runs the same ``JobController`` the simulator steps, following watches instead; optional
 leader election on a Lease so that only one replica acts; health served over HTTP.
@@ -14,8 +15,10 @@ from dataclasses import dataclass
 from stromboli.core.api import constants as k
 from stromboli.core.clock import Clock, SystemClock
 from stromboli.core.cluster.store import ClusterStore
+from stromboli.core.controller.cronjob import CronJobController
 from stromboli.core.controller.enrol import PodEnroller
 from stromboli.core.controller.job.controller import JobController
+from stromboli.core.controller.jobflow import JobFlowController
 from stromboli.core.httpserve import Endpoint, healthz_app
 from stromboli.core.leaderelection import LeaderElector
 
@@ -41,6 +44,8 @@ class ControllerServer:
         self.options = options
         self.clock = clock or SystemClock()
         self.jobs = JobController(store, self.clock, max_requeue=options.max_requeue)
+        self.cronjobs = CronJobController(store, self.clock)
+        self.jobflows = JobFlowController(store, self.clock)
         self.enroller = PodEnroller(store, set(options.scheduler_names))
         # One pod watch for both: the job controller's informer hands pod events on.
         job_handler = self.jobs.informer.handler
@@ -78,6 +83,8 @@ class ControllerServer:
                     return
                 workers.append(asyncio.create_task(self.elector.keep_renewing()))
             workers.append(asyncio.create_task(self.jobs.run()))
+            workers.append(asyncio.create_task(self.cronjobs.run()))
+            workers.append(asyncio.create_task(self.jobflows.run()))
             workers.append(asyncio.create_task(self.enroller.run(own_watch=False)))
             stopping = asyncio.create_task(self.stopping.wait())
             done, _ = await asyncio.wait({stopping, *workers}, return_when=asyncio.FIRST_COMPLETED)

@@ -18,7 +18,9 @@ from stromboli.core.api import constants as k
 from stromboli.core.clock import VirtualClock
 from stromboli.core.cluster.errors import ApiError
 from stromboli.core.cluster.memory import MemoryStore
+from stromboli.core.controller.cronjob import CronJobController
 from stromboli.core.controller.job.controller import JobController
+from stromboli.core.controller.jobflow import JobFlowController
 from stromboli.core.controller.podgroup import enrol_pod, needs_podgroup
 from stromboli.core.scheduler.conf import ConfigSource
 from stromboli.core.scheduler.scheduler import Scheduler
@@ -26,6 +28,7 @@ from stromboli.core.simulate.admission import Admission
 from stromboli.core.simulate.lifecycle import PodLifecycle
 from stromboli.core.simulate.loader import SimObject, SimulationInputError
 from stromboli.core.simulate.timeline import Sample, sample
+from stromboli.webhooks.rules.mutate import mutate_job
 
 #: Creation order within one instant: what others refer to goes first.
 KIND_RANK = {
@@ -78,9 +81,20 @@ class Simulation:
         self.admission = Admission()
         # The vcjob controller; pods it creates pass the same admission as the input's.
         self.controller = JobController(self.store, self.clock, mutate_pod=self.admission.admit)
+        # CronJobs and JobFlows: the jobs they create get the job webhook's defaults and checks.
+        self.cronjobs = CronJobController(self.store, self.clock, mutate_job=self._admit_job)
+        self.jobflows = JobFlowController(self.store, self.clock, mutate_job=self._admit_job)
         self.max_time = max_time
         self.on_progress = on_progress
         self.scheduler_names = {k.DEFAULT_SCHEDULER_NAME}
+
+    def _admit_job(self, job: dict) -> dict:
+        return self.admission.admit(mutate_job(job))
+
+    async def _step_controllers(self) -> int:
+        changed = await self.cronjobs.step()
+        changed += await self.jobflows.step()
+        return changed + await self.controller.step()
 
     async def _deliver(self, item: SimObject) -> None:
         try:
@@ -113,6 +127,8 @@ class Simulation:
         await self.scheduler.start()
         await self.lifecycle.start()
         await self.controller.start()
+        await self.cronjobs.start()
+        await self.jobflows.start()
         next_arrival = 0
         while True:
             now = self.clock.seconds
@@ -124,7 +140,7 @@ class Simulation:
                 next_arrival += 1
                 changed += 1
             changed += await self.lifecycle.step()
-            changed += await self.controller.step()
+            changed += await self._step_controllers()
             stats = await self.scheduler.run_once()
             result.cycles += 1
             result.decision_seconds += stats.decision_seconds
@@ -132,7 +148,7 @@ class Simulation:
             result.pods_bound += stats.bound
             result.cycle_figures.append((stats.decision_seconds, stats.bound))
             changed += stats.bound + stats.evicted + stats.status_writes
-            changed += await self.controller.step()
+            changed += await self._step_controllers()
             changed += await self.lifecycle.step()
             result.timeline.append(sample(now, self.scheduler))
             if self.on_progress is not None:
@@ -145,6 +161,7 @@ class Simulation:
                     else None,
                     self.lifecycle.next_finish(),
                     self.controller.next_wakeup(),
+                    self.cronjobs.next_wakeup(),
                 )
                 if t is not None
             ]

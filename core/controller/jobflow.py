@@ -1,0 +1,415 @@
+"""The JobFlow controller: a DAG of vcjobs instantiated from JobTemplates.
+
+For each flow of a JobFlow, the job ``<jobflow>-<flow>`` is created from the JobTemplate
+``<flow>`` (same namespace) once every job of ``dependsOn.targets`` is ``Completed``. Created
+jobs carry ``volcano.sh/createdByJobTemplate`` and ``volcano.sh/createdByJobFlow`` as labels
+and annotations, and the JobFlow as controller ownerReference. The JobFlow's status lists its
+jobs by phase and sums them up in ``state.phase``: Pending, Running once any job runs or
+completed, Failed once any failed or was terminated, Succeed once every flow's job completed.
+With ``jobRetainPolicy: delete`` the jobs are deleted once the flow has succeeded. Each
+JobTemplate lists the jobs made from it in ``status.jobDependsOnList``.
+
+``dependsOn.probe`` and ``patch`` are not acted on (Volcano's controller ignores ``patch`` too).
+Same ``start/step/next_wakeup/run`` shape as the vcjob controller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from stromboli.core.api import constants as k
+from stromboli.core.clock import Clock
+from stromboli.core.cluster.errors import AlreadyExistsError, ConflictError, NotFoundError
+from stromboli.core.cluster.store import ClusterStore
+from stromboli.core.events import EventRecorder
+from stromboli.core.informer import Informer
+
+log = logging.getLogger(__name__)
+
+COMPONENT: Final = "jobflow-controller"
+JOBFLOW: Final = (k.FLOW_V1ALPHA1, "JobFlow")
+JOBTEMPLATE: Final = (k.FLOW_V1ALPHA1, "JobTemplate")
+JOB: Final = (k.BATCH_V1ALPHA1, "Job")
+STATUS_CONFLICT_RETRIES: Final = 5
+MAX_ROUNDS: Final = 50
+WATCH_CHECK_SECONDS: Final = 5.0
+
+RUNNING: Final = frozenset({"Running", "Restarting", "Completing"})
+TERMINATED: Final = frozenset({"Terminated", "Terminating", "Aborted", "Aborting"})
+PENDING: Final = frozenset({"", "Pending"})
+
+Key = tuple[str, str]
+JobMutator = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _key(obj: Mapping[str, Any]) -> Key:
+    meta = obj.get("metadata") or {}
+    return (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
+
+
+def _phase(job: Mapping[str, Any]) -> str:
+    return str(((job.get("status") or {}).get("state") or {}).get("phase") or "")
+
+
+def _newer(new: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
+    if old is None or new["metadata"].get("uid") != old["metadata"].get("uid"):
+        return True
+    try:
+        return int(new["metadata"].get("resourceVersion") or 0) >= int(
+            old["metadata"].get("resourceVersion") or 0
+        )
+    except ValueError:
+        return True
+
+
+def flow_job_name(jobflow: str, flow: str) -> str:
+    return f"{jobflow}-{flow}"
+
+
+class JobFlowController:
+    """See the module docstring. ``mutate_job`` is applied to each job before it is created."""
+
+    def __init__(
+        self,
+        store: ClusterStore,
+        clock: Clock,
+        recorder: EventRecorder | None = None,
+        *,
+        mutate_job: JobMutator | None = None,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.recorder = recorder or EventRecorder(store, clock, COMPONENT)
+        self.mutate_job = mutate_job
+        self.informer = Informer(store, [JOBFLOW, JOBTEMPLATE, JOB], self._seen)
+        self.flows: dict[Key, dict[str, Any]] = {}
+        self.templates: dict[Key, dict[str, Any]] = {}
+        self.jobs: dict[Key, dict[str, Any]] = {}
+        self._dirty: dict[Key, None] = {}
+        self._wake: asyncio.Event | None = None
+        self._started = False
+        self.writes = 0
+
+    # --- driving -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.informer.start()
+        self._started = True
+
+    async def step(self) -> int:
+        if not self._started:
+            await self.start()
+        before = self.writes
+        for _ in range(MAX_ROUNDS):
+            await self.informer.pump()
+            if not self._dirty:
+                break
+            await self._process()
+        return self.writes - before
+
+    def next_wakeup(self) -> float | None:
+        return None  # nothing here waits on time
+
+    async def run(self) -> None:
+        if not self._started:
+            await self.start()
+        self._wake = asyncio.Event()
+        follow = asyncio.create_task(self.informer.run())
+        try:
+            while True:
+                await self._process()
+                if not self._dirty:
+                    # Woken by events; the timeout only looks at the watches now and then.
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._wake.wait(), WATCH_CHECK_SECONDS)
+                self._wake.clear()
+                if follow.done():
+                    follow.result()
+                    return
+        finally:
+            follow.cancel()
+            await asyncio.gather(follow, return_exceptions=True)
+            await self.informer.stop()
+
+    # --- intake ------------------------------------------------------------------------------
+
+    def _mark(self, key: Key) -> None:
+        self._dirty[key] = None
+        if self._wake is not None:
+            self._wake.set()
+
+    def _seen(self, kind: tuple[str, str], event_type: str, obj: dict[str, Any]) -> None:
+        key = _key(obj)
+        cache = {JOBFLOW: self.flows, JOBTEMPLATE: self.templates, JOB: self.jobs}[kind]
+        if event_type == "DELETED":
+            cache.pop(key, None)
+        elif _newer(obj, cache.get(key)):
+            cache[key] = obj
+        else:
+            return
+        if kind == JOBFLOW:
+            if event_type != "DELETED":
+                self._mark(key)
+        elif kind == JOB:
+            owner = _owner_flow(obj)
+            if owner:
+                self._mark((key[0], owner))
+        else:  # a template appeared or changed: flows waiting for it may go on
+            for flow_key, flow in self.flows.items():
+                if flow_key[0] == key[0] and key[1] in _flow_names(flow):
+                    self._mark(flow_key)
+
+    async def _process(self) -> None:
+        while self._dirty:
+            key = next(iter(self._dirty))
+            del self._dirty[key]
+            try:
+                await self._sync(key)
+            except Exception:
+                log.exception("jobflow %s/%s: sync failed", *key)
+
+    # --- reconcile ---------------------------------------------------------------------------
+
+    async def _sync(self, key: Key) -> None:
+        jobflow = self.flows.get(key)
+        if jobflow is None or jobflow["metadata"].get("deletionTimestamp"):
+            return
+        namespace, name = key
+        spec = jobflow.get("spec") or {}
+        flows = spec.get("flows") or []
+        status = copy.deepcopy(jobflow.get("status") or {})
+        if ((status.get("state") or {}).get("phase")) == k.JobFlowPhase.SUCCEED:
+            await self._retain(jobflow)
+            return
+        jobs = {
+            flow["name"]: self.jobs.get((namespace, flow_job_name(name, flow["name"])))
+            for flow in flows
+        }
+        for flow in flows:
+            if jobs[flow["name"]] is not None:
+                continue
+            targets = (flow.get("dependsOn") or {}).get("targets") or []
+            if all(jobs.get(t) is not None and _phase(jobs[t]) == "Completed" for t in targets):
+                jobs[flow["name"]] = await self._create_job(jobflow, flow["name"])
+        status = self._status(status, flows, jobs)
+        await self._write_status(jobflow, status)
+        if status["state"]["phase"] == k.JobFlowPhase.SUCCEED:
+            await self._retain(self.flows.get(key, jobflow))
+
+    def _status(
+        self,
+        old: dict[str, Any],
+        flows: list[dict[str, Any]],
+        jobs: Mapping[str, dict[str, Any] | None],
+    ) -> dict[str, Any]:
+        lists: dict[str, list[str]] = {
+            "pendingJobs": [],
+            "runningJobs": [],
+            "failedJobs": [],
+            "completedJobs": [],
+            "terminatedJobs": [],
+            "unKnowJobs": [],
+        }
+        statuses = []
+        conditions: dict[str, Any] = {}
+        for flow in flows:
+            job = jobs.get(flow["name"])
+            if job is None:
+                continue
+            job_name = job["metadata"]["name"]
+            phase = _phase(job)
+            if phase == "Completed":
+                lists["completedJobs"].append(job_name)
+            elif phase == "Failed":
+                lists["failedJobs"].append(job_name)
+            elif phase in TERMINATED:
+                lists["terminatedJobs"].append(job_name)
+            elif phase in RUNNING:
+                lists["runningJobs"].append(job_name)
+            elif phase in PENDING:
+                lists["pendingJobs"].append(job_name)
+            else:
+                lists["unKnowJobs"].append(job_name)
+            job_status = job.get("status") or {}
+            entry: dict[str, Any] = {
+                "name": job_name,
+                "state": phase or "Pending",
+                "startTimestamp": job["metadata"].get("creationTimestamp"),
+                "restartCount": int(job_status.get("retryCount") or 0),
+            }
+            ended = (job_status.get("state") or {}).get("lastTransitionTime")
+            if phase in {"Completed", "Failed"} | TERMINATED and ended:
+                entry["endTimestamp"] = ended
+            statuses.append({key: value for key, value in entry.items() if value is not None})
+            condition: dict[str, Any] = {
+                "phase": phase or "Pending",
+                "createTime": job["metadata"].get("creationTimestamp"),
+            }
+            if job_status.get("taskStatusCount"):
+                condition["taskStatusCount"] = job_status["taskStatusCount"]
+            conditions[job_name] = {key: v for key, v in condition.items() if v is not None}
+        if lists["failedJobs"] or lists["terminatedJobs"]:
+            phase = k.JobFlowPhase.FAILED
+        elif flows and len(lists["completedJobs"]) == len(flows):
+            phase = k.JobFlowPhase.SUCCEED
+        elif lists["runningJobs"] or lists["completedJobs"]:
+            phase = k.JobFlowPhase.RUNNING
+        else:
+            phase = k.JobFlowPhase.PENDING
+        status: dict[str, Any] = {key: value for key, value in lists.items() if value}
+        if statuses:
+            status["jobStatusList"] = statuses
+        if conditions:
+            status["conditions"] = conditions
+        status["state"] = {"phase": str(phase)}
+        return status
+
+    async def _retain(self, jobflow: dict[str, Any]) -> None:
+        """With ``jobRetainPolicy: delete``, delete the flow's jobs once it has succeeded."""
+        if (jobflow.get("spec") or {}).get("jobRetainPolicy") != k.RetainPolicy.DELETE:
+            return
+        namespace, name = _key(jobflow)
+        marker = f"{namespace}.{name}"
+        for (ns, job_name), job in list(self.jobs.items()):
+            annotations = job["metadata"].get("annotations") or {}
+            if ns != namespace or annotations.get(k.CREATED_BY_JOB_FLOW_KEY) != marker:
+                continue
+            try:
+                await self.store.delete(*JOB, job_name, namespace, propagation="Background")
+            except NotFoundError:
+                pass
+            else:
+                self.writes += 1
+            self.jobs.pop((ns, job_name), None)
+
+    # --- writes ------------------------------------------------------------------------------
+
+    async def _create_job(self, jobflow: dict[str, Any], flow: str) -> dict[str, Any] | None:
+        namespace, name = _key(jobflow)
+        template = self.templates.get((namespace, flow))
+        if template is None:
+            await self._event(
+                jobflow, "Warning", "JobTemplateNotFound", f"JobTemplate {flow} not found"
+            )
+            return None
+        tmeta = template.get("metadata") or {}
+        marks = {
+            k.CREATED_BY_JOB_TEMPLATE_KEY: f"{namespace}.{flow}",
+            k.CREATED_BY_JOB_FLOW_KEY: f"{namespace}.{name}",
+        }
+        job: dict[str, Any] = {
+            "apiVersion": k.BATCH_V1ALPHA1,
+            "kind": "Job",
+            "metadata": {
+                "name": flow_job_name(name, flow),
+                "namespace": namespace,
+                "labels": {**(tmeta.get("labels") or {}), **marks},
+                "annotations": {**(tmeta.get("annotations") or {}), **marks},
+                "ownerReferences": [
+                    {
+                        "apiVersion": k.FLOW_V1ALPHA1,
+                        "kind": "JobFlow",
+                        "name": name,
+                        "uid": jobflow["metadata"].get("uid", ""),
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
+            "spec": copy.deepcopy(template.get("spec") or {}),
+        }
+        if self.mutate_job is not None:
+            job = self.mutate_job(job)
+        try:
+            created = await self.store.create(job)
+        except AlreadyExistsError:
+            try:
+                return await self.store.get(*JOB, job["metadata"]["name"], namespace)
+            except NotFoundError:
+                return None
+        except Exception as err:
+            await self._event(jobflow, "Warning", "FailedCreate", f"Error creating job: {err}")
+            return None
+        self.writes += 1
+        self.jobs[_key(created)] = created
+        await self._note_template(template, created["metadata"]["name"])
+        await self._event(
+            jobflow, "Normal", "Created", f"Created job {created['metadata']['name']}"
+        )
+        return created
+
+    async def _note_template(self, template: dict[str, Any], job_name: str) -> None:
+        """List the job in the template's ``status.jobDependsOnList`` (as the jobtemplate
+        controller does), against the template's latest version."""
+        current = template
+        for _ in range(STATUS_CONFLICT_RETRIES):
+            names = list((current.get("status") or {}).get("jobDependsOnList") or [])
+            if job_name in names:
+                return
+            status = {**(current.get("status") or {}), "jobDependsOnList": [*names, job_name]}
+            try:
+                written = await self.store.update_status({**current, "status": status})
+            except ConflictError:
+                try:
+                    current = await self.store.get(
+                        *JOBTEMPLATE, current["metadata"]["name"], _key(current)[0]
+                    )
+                except NotFoundError:
+                    return
+                continue
+            except NotFoundError:
+                return
+            self.writes += 1
+            if _newer(written, self.templates.get(_key(written))):
+                self.templates[_key(written)] = written
+            return
+
+    async def _write_status(self, jobflow: dict[str, Any], wanted: dict[str, Any]) -> None:
+        if wanted == (jobflow.get("status") or {}):
+            return
+        current = jobflow
+        for _ in range(STATUS_CONFLICT_RETRIES):
+            try:
+                written = await self.store.update_status({**current, "status": wanted})
+            except ConflictError:
+                try:
+                    current = await self.store.get(
+                        *JOBFLOW, current["metadata"]["name"], current["metadata"].get("namespace")
+                    )
+                except NotFoundError:
+                    return
+                continue
+            except NotFoundError:
+                return
+            self.writes += 1
+            if _newer(written, self.flows.get(_key(written))):
+                self.flows[_key(written)] = written
+            return
+        raise ConflictError(f"jobflow {jobflow['metadata'].get('name')}: status kept conflicting")
+
+    async def _event(self, jobflow: Mapping[str, Any], kind: str, reason: str, msg: str) -> None:
+        meta = jobflow["metadata"]
+        ref = {
+            "apiVersion": k.FLOW_V1ALPHA1,
+            "kind": "JobFlow",
+            "name": meta.get("name", ""),
+            "namespace": meta.get("namespace", "default"),
+            "uid": meta.get("uid", ""),
+        }
+        await self.recorder.record(ref, kind, reason, msg)
+
+
+def _owner_flow(job: Mapping[str, Any]) -> str | None:
+    for ref in (job.get("metadata") or {}).get("ownerReferences") or ():
+        if ref.get("controller") and ref.get("kind") == "JobFlow":
+            return str(ref.get("name") or "")
+    return None
+
+
+def _flow_names(jobflow: Mapping[str, Any]) -> set[str]:
+    return {f.get("name") for f in (jobflow.get("spec") or {}).get("flows") or []}
