@@ -8,10 +8,11 @@ import asyncio
 import click
 
 from stromboli.core.api import constants as k
-from stromboli.core.cli.scheduler import (
+from stromboli.core.cli.process import (
     go_bool,
     kube_options,
     kube_store_factory,
+    leader_options,
     serve,
     setup_logging,
 )
@@ -20,6 +21,7 @@ from stromboli.core.controller.server import ControllerOptions, ControllerServer
 
 @click.command()
 @kube_options
+@leader_options
 @click.option(
     "--scheduler-name",
     "scheduler_names",
@@ -27,26 +29,6 @@ from stromboli.core.controller.server import ControllerOptions, ControllerServer
     default=(k.DEFAULT_SCHEDULER_NAME,),
     show_default=True,
     help="Enrol plain pods of these schedulers into PodGroups (repeatable).",
-)
-@click.option(
-    "--healthz-address",
-    default=":11251",
-    show_default=True,
-    help="Address of the /healthz endpoint; empty to disable.",
-)
-@click.option(
-    "--leader-elect",
-    is_flag=False,
-    flag_value="true",
-    default="false",
-    show_default=True,
-    help="Run only while holding the Lease (for several replicas).",
-)
-@click.option(
-    "--lock-object-namespace",
-    default="volcano-system",
-    show_default=True,
-    help="Namespace of the leader-election Lease.",
 )
 @click.option(
     "--max-requeue-num",

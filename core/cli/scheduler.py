@@ -7,101 +7,26 @@ boolean flags accept ``--leader-elect`` as well as ``--leader-elect=false``.
 from __future__ import annotations
 
 import asyncio
-import logging
-import signal
-import sys
 
 import click
 
 from stromboli.core.api import constants as k
+from stromboli.core.cli.process import (
+    go_bool,
+    kube_options,
+    kube_store_factory,
+    leader_options,
+    serve,
+    setup_logging,
+)
 from stromboli.core.scheduler.conf import ConfigError
 from stromboli.core.scheduler.server import LostLeadership, SchedulerOptions, SchedulerServer
 from stromboli.core.simulate.durations import parse_duration
 
 
-def go_bool(value: str | bool) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = value.strip().lower()
-    if text in ("true", "1", "t", "yes"):
-        return True
-    if text in ("false", "0", "f", "no"):
-        return False
-    raise click.BadParameter(f"{value!r} is not true or false")
-
-
-def kube_options(command):  # type: ignore[no-untyped-def]
-    """Connection flags shared by the long-running commands."""
-    for option in reversed(
-        [
-            click.option(
-                "--kubeconfig",
-                envvar="KUBECONFIG",
-                help="Path to a kubeconfig file; in-cluster config when omitted.",
-            ),
-            click.option(
-                "--master", default=None, help="API server address, overriding the kubeconfig's."
-            ),
-            click.option(
-                "--kube-api-qps",
-                default=2000.0,
-                show_default=True,
-                help="Requests per second to the API server.",
-            ),
-            click.option(
-                "--kube-api-burst",
-                default=2000,
-                show_default=True,
-                help="Burst of requests to the API server.",
-            ),
-            click.option(
-                "-v",
-                "--v",
-                "verbosity",
-                default=2,
-                show_default=True,
-                help="Log verbosity (0 errors .. 4 debug).",
-            ),
-        ]
-    ):
-        command = option(command)
-    return command
-
-
-def setup_logging(verbosity: int) -> None:
-    level = {0: logging.ERROR, 1: logging.WARNING, 2: logging.INFO}.get(verbosity, logging.DEBUG)
-    logging.basicConfig(
-        level=level, format="%(asctime)s %(levelname).1s %(name)s: %(message)s", stream=sys.stderr
-    )
-
-
-async def serve(store_factory, make_server) -> None:  # type: ignore[no-untyped-def]
-    """Run ``make_server(store)`` until SIGTERM/SIGINT, then close the store."""
-    store = await store_factory()
-    server = make_server(store)
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, server.stop)
-    try:
-        await server.run()
-    finally:
-        await store.close()
-
-
-def kube_store_factory(kubeconfig: str | None, master: str | None, qps: float, burst: int):  # type: ignore[no-untyped-def]
-    async def make():  # type: ignore[no-untyped-def]
-        from stromboli.core.cluster.kube import KubeConfig, KubeStore
-
-        config = KubeConfig.load(kubeconfig)
-        if master:
-            config = config.with_server(master)
-        return KubeStore(config, qps=qps, burst=burst)
-
-    return make
-
-
 @click.command()
 @kube_options
+@leader_options
 @click.option(
     "--scheduler-name",
     "scheduler_names",
@@ -129,26 +54,6 @@ def kube_store_factory(kubeconfig: str | None, master: str | None, qps: float, b
     default=":8080",
     show_default=True,
     help="Address of the /metrics endpoint; empty to disable.",
-)
-@click.option(
-    "--healthz-address",
-    default=":11251",
-    show_default=True,
-    help="Address of the /healthz endpoint; empty to disable.",
-)
-@click.option(
-    "--leader-elect",
-    is_flag=False,
-    flag_value="true",
-    default="false",
-    show_default=True,
-    help="Run only while holding the Lease (for several replicas).",
-)
-@click.option(
-    "--lock-object-namespace",
-    default="volcano-system",
-    show_default=True,
-    help="Namespace of the leader-election Lease.",
 )
 def scheduler(
     kubeconfig: str | None,

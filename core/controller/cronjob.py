@@ -14,11 +14,9 @@ The same ``start/step/next_wakeup/run`` shape as the vcjob controller: the simul
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import copy
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -29,8 +27,14 @@ from stromboli.core.api import constants as k
 from stromboli.core.clock import Clock, format_time, parse_time
 from stromboli.core.cluster.errors import AlreadyExistsError, ConflictError, NotFoundError
 from stromboli.core.cluster.store import ClusterStore
+from stromboli.core.controller.reconciler import (
+    JobMutator,
+    Key,
+    Reconciler,
+    is_newer,
+    object_key,
+)
 from stromboli.core.events import EventRecorder
-from stromboli.core.informer import Informer
 
 log = logging.getLogger(__name__)
 
@@ -40,19 +44,8 @@ JOB: Final = (k.BATCH_V1ALPHA1, "Job")
 #: More missed start times than this and the controller only reports it (as Kubernetes does).
 MAX_MISSED: Final = 100
 STATUS_CONFLICT_RETRIES: Final = 5
-MAX_ROUNDS: Final = 50
-#: The longest a live run waits before looking at its watches again.
-WATCH_CHECK_SECONDS: Final = 5.0
 SUCCEEDED: Final = frozenset({"Completed"})
 FINISHED: Final = frozenset({"Completed", "Failed", "Terminated", "Aborted"})
-
-Key = tuple[str, str]
-JobMutator = Callable[[dict[str, Any]], dict[str, Any]]
-
-
-def _key(obj: Mapping[str, Any]) -> Key:
-    meta = obj.get("metadata") or {}
-    return (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
 
 
 def _phase(job: Mapping[str, Any]) -> str:
@@ -64,19 +57,6 @@ def _owner_cronjob(job: Mapping[str, Any]) -> str | None:
         if ref.get("controller") and ref.get("kind") == "CronJob":
             return str(ref.get("name") or "")
     return None
-
-
-def _newer(new: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
-    if old is None:
-        return True
-    if new["metadata"].get("uid") != old["metadata"].get("uid"):
-        return True
-    try:
-        return int(new["metadata"].get("resourceVersion") or 0) >= int(
-            old["metadata"].get("resourceVersion") or 0
-        )
-    except ValueError:
-        return True
 
 
 def rfc3339(when: datetime) -> str:
@@ -96,7 +76,7 @@ def job_name(cronjob_name: str, scheduled: datetime) -> str:
     return f"{cronjob_name}-{int(scheduled.timestamp()) // 60}"
 
 
-class CronJobController:
+class CronJobController(Reconciler):
     """See the module docstring. ``mutate_job`` is applied to each job before it is created
     (the simulator passes the job webhook's defaults)."""
 
@@ -108,89 +88,32 @@ class CronJobController:
         *,
         mutate_job: JobMutator | None = None,
     ) -> None:
-        self.store = store
-        self.clock = clock
-        self.recorder = recorder or EventRecorder(store, clock, COMPONENT)
-        self.mutate_job = mutate_job
-        self.informer = Informer(store, [CRONJOB, JOB], self._seen)
+        super().__init__(store, clock, [CRONJOB, JOB], recorder, COMPONENT, mutate_job)
         self.cronjobs: dict[Key, dict[str, Any]] = {}
         self.jobs: dict[Key, dict[str, Any]] = {}
-        self._dirty: dict[Key, None] = {}
         #: Monotonic time at which each CronJob must be looked at again.
         self._due: dict[Key, float] = {}
-        self._wake: asyncio.Event | None = None
-        self._started = False
-        self.writes = 0
-
-    # --- driving -----------------------------------------------------------------------------
-
-    async def start(self) -> None:
-        await self.informer.start()
-        self._started = True
-
-    async def step(self) -> int:
-        """Reconcile what changed or fell due; returns how many objects were written."""
-        if not self._started:
-            await self.start()
-        before = self.writes
-        for _ in range(MAX_ROUNDS):
-            await self.informer.pump()
-            self._collect_due()
-            if not self._dirty:
-                break
-            await self._process()
-        return self.writes - before
 
     def next_wakeup(self) -> float | None:
         return min(self._due.values()) if self._due else None
 
-    async def run(self) -> None:
-        if not self._started:
-            await self.start()
-        self._wake = asyncio.Event()
-        follow = asyncio.create_task(self.informer.run())
-        try:
-            while True:
-                self._collect_due()
-                await self._process()
-                wakeup = self.next_wakeup()
-                timeout = WATCH_CHECK_SECONDS
-                if wakeup is not None:
-                    timeout = min(max(wakeup - self.clock.monotonic(), 0.0), timeout)
-                if not self._dirty:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._wake.wait(), timeout)
-                self._wake.clear()
-                if follow.done():
-                    follow.result()
-                    return
-        finally:
-            follow.cancel()
-            await asyncio.gather(follow, return_exceptions=True)
-            await self.informer.stop()
-
     # --- intake ------------------------------------------------------------------------------
 
-    def _mark(self, key: Key) -> None:
-        self._dirty[key] = None
-        if self._wake is not None:
-            self._wake.set()
-
     def _seen(self, kind: tuple[str, str], event_type: str, obj: dict[str, Any]) -> None:
-        key = _key(obj)
+        key = object_key(obj)
         if kind == CRONJOB:
             if event_type == "DELETED":
                 self.cronjobs.pop(key, None)
                 self._due.pop(key, None)
                 self._dirty.pop(key, None)
                 return
-            if _newer(obj, self.cronjobs.get(key)):
+            if is_newer(obj, self.cronjobs.get(key)):
                 self.cronjobs[key] = obj
                 self._mark(key)
             return
         if event_type == "DELETED":
             self.jobs.pop(key, None)
-        elif _newer(obj, self.jobs.get(key)):
+        elif is_newer(obj, self.jobs.get(key)):
             self.jobs[key] = obj
         owner = _owner_cronjob(obj)
         if owner:
@@ -326,7 +249,7 @@ class CronJobController:
 
     async def _clean_history(self, cronjob: dict[str, Any], children: dict[str, dict]) -> None:
         spec = cronjob.get("spec") or {}
-        namespace = _key(cronjob)[0]
+        namespace = object_key(cronjob)[0]
         for phases, limit in (
             (SUCCEEDED, spec.get("successfulJobsHistoryLimit")),
             (FINISHED - SUCCEEDED, spec.get("failedJobsHistoryLimit")),
@@ -437,7 +360,7 @@ class CronJobController:
             await self._event(cronjob, "Warning", "FailedCreate", f"Error creating job: {err}")
             return None
         self.writes += 1
-        self.jobs[_key(created)] = created
+        self.jobs[object_key(created)] = created
         await self._event(cronjob, "Normal", "SuccessfulCreate", f"Created job {name}")
         return created
 
@@ -473,8 +396,8 @@ class CronJobController:
             except NotFoundError:
                 return
             self.writes += 1
-            key = _key(written)
-            if _newer(written, self.cronjobs.get(key)):
+            key = object_key(written)
+            if is_newer(written, self.cronjobs.get(key)):
                 self.cronjobs[key] = written
             return
         raise ConflictError(f"cronjob {cronjob['metadata'].get('name')}: status kept conflicting")

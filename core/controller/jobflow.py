@@ -15,19 +15,23 @@ Same ``start/step/next_wakeup/run`` shape as the vcjob controller.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import copy
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 from stromboli.core.api import constants as k
 from stromboli.core.clock import Clock
 from stromboli.core.cluster.errors import AlreadyExistsError, ConflictError, NotFoundError
 from stromboli.core.cluster.store import ClusterStore
+from stromboli.core.controller.reconciler import (
+    JobMutator,
+    Key,
+    Reconciler,
+    is_newer,
+    object_key,
+)
 from stromboli.core.events import EventRecorder
-from stromboli.core.informer import Informer
 
 log = logging.getLogger(__name__)
 
@@ -36,42 +40,21 @@ JOBFLOW: Final = (k.FLOW_V1ALPHA1, "JobFlow")
 JOBTEMPLATE: Final = (k.FLOW_V1ALPHA1, "JobTemplate")
 JOB: Final = (k.BATCH_V1ALPHA1, "Job")
 STATUS_CONFLICT_RETRIES: Final = 5
-MAX_ROUNDS: Final = 50
-WATCH_CHECK_SECONDS: Final = 5.0
 
 RUNNING: Final = frozenset({"Running", "Restarting", "Completing"})
 TERMINATED: Final = frozenset({"Terminated", "Terminating", "Aborted", "Aborting"})
 PENDING: Final = frozenset({"", "Pending"})
-
-Key = tuple[str, str]
-JobMutator = Callable[[dict[str, Any]], dict[str, Any]]
-
-
-def _key(obj: Mapping[str, Any]) -> Key:
-    meta = obj.get("metadata") or {}
-    return (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
 
 
 def _phase(job: Mapping[str, Any]) -> str:
     return str(((job.get("status") or {}).get("state") or {}).get("phase") or "")
 
 
-def _newer(new: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
-    if old is None or new["metadata"].get("uid") != old["metadata"].get("uid"):
-        return True
-    try:
-        return int(new["metadata"].get("resourceVersion") or 0) >= int(
-            old["metadata"].get("resourceVersion") or 0
-        )
-    except ValueError:
-        return True
-
-
 def flow_job_name(jobflow: str, flow: str) -> str:
     return f"{jobflow}-{flow}"
 
 
-class JobFlowController:
+class JobFlowController(Reconciler):
     """See the module docstring. ``mutate_job`` is applied to each job before it is created."""
 
     def __init__(
@@ -82,73 +65,19 @@ class JobFlowController:
         *,
         mutate_job: JobMutator | None = None,
     ) -> None:
-        self.store = store
-        self.clock = clock
-        self.recorder = recorder or EventRecorder(store, clock, COMPONENT)
-        self.mutate_job = mutate_job
-        self.informer = Informer(store, [JOBFLOW, JOBTEMPLATE, JOB], self._seen)
+        super().__init__(store, clock, [JOBFLOW, JOBTEMPLATE, JOB], recorder, COMPONENT, mutate_job)
         self.flows: dict[Key, dict[str, Any]] = {}
         self.templates: dict[Key, dict[str, Any]] = {}
         self.jobs: dict[Key, dict[str, Any]] = {}
-        self._dirty: dict[Key, None] = {}
-        self._wake: asyncio.Event | None = None
-        self._started = False
-        self.writes = 0
-
-    # --- driving -----------------------------------------------------------------------------
-
-    async def start(self) -> None:
-        await self.informer.start()
-        self._started = True
-
-    async def step(self) -> int:
-        if not self._started:
-            await self.start()
-        before = self.writes
-        for _ in range(MAX_ROUNDS):
-            await self.informer.pump()
-            if not self._dirty:
-                break
-            await self._process()
-        return self.writes - before
-
-    def next_wakeup(self) -> float | None:
-        return None  # nothing here waits on time
-
-    async def run(self) -> None:
-        if not self._started:
-            await self.start()
-        self._wake = asyncio.Event()
-        follow = asyncio.create_task(self.informer.run())
-        try:
-            while True:
-                await self._process()
-                if not self._dirty:
-                    # Woken by events; the timeout only looks at the watches now and then.
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._wake.wait(), WATCH_CHECK_SECONDS)
-                self._wake.clear()
-                if follow.done():
-                    follow.result()
-                    return
-        finally:
-            follow.cancel()
-            await asyncio.gather(follow, return_exceptions=True)
-            await self.informer.stop()
 
     # --- intake ------------------------------------------------------------------------------
 
-    def _mark(self, key: Key) -> None:
-        self._dirty[key] = None
-        if self._wake is not None:
-            self._wake.set()
-
     def _seen(self, kind: tuple[str, str], event_type: str, obj: dict[str, Any]) -> None:
-        key = _key(obj)
+        key = object_key(obj)
         cache = {JOBFLOW: self.flows, JOBTEMPLATE: self.templates, JOB: self.jobs}[kind]
         if event_type == "DELETED":
             cache.pop(key, None)
-        elif _newer(obj, cache.get(key)):
+        elif is_newer(obj, cache.get(key)):
             cache[key] = obj
         else:
             return
@@ -273,7 +202,7 @@ class JobFlowController:
         """With ``jobRetainPolicy: delete``, delete the flow's jobs once it has succeeded."""
         if (jobflow.get("spec") or {}).get("jobRetainPolicy") != k.RetainPolicy.DELETE:
             return
-        namespace, name = _key(jobflow)
+        namespace, name = object_key(jobflow)
         marker = f"{namespace}.{name}"
         for (ns, job_name), job in list(self.jobs.items()):
             annotations = job["metadata"].get("annotations") or {}
@@ -290,7 +219,7 @@ class JobFlowController:
     # --- writes ------------------------------------------------------------------------------
 
     async def _create_job(self, jobflow: dict[str, Any], flow: str) -> dict[str, Any] | None:
-        namespace, name = _key(jobflow)
+        namespace, name = object_key(jobflow)
         template = self.templates.get((namespace, flow))
         if template is None:
             await self._event(
@@ -336,7 +265,7 @@ class JobFlowController:
             await self._event(jobflow, "Warning", "FailedCreate", f"Error creating job: {err}")
             return None
         self.writes += 1
-        self.jobs[_key(created)] = created
+        self.jobs[object_key(created)] = created
         await self._note_template(template, created["metadata"]["name"])
         await self._event(
             jobflow, "Normal", "Created", f"Created job {created['metadata']['name']}"
@@ -357,7 +286,7 @@ class JobFlowController:
             except ConflictError:
                 try:
                     current = await self.store.get(
-                        *JOBTEMPLATE, current["metadata"]["name"], _key(current)[0]
+                        *JOBTEMPLATE, current["metadata"]["name"], object_key(current)[0]
                     )
                 except NotFoundError:
                     return
@@ -365,8 +294,8 @@ class JobFlowController:
             except NotFoundError:
                 return
             self.writes += 1
-            if _newer(written, self.templates.get(_key(written))):
-                self.templates[_key(written)] = written
+            if is_newer(written, self.templates.get(object_key(written))):
+                self.templates[object_key(written)] = written
             return
 
     async def _write_status(self, jobflow: dict[str, Any], wanted: dict[str, Any]) -> None:
@@ -387,8 +316,8 @@ class JobFlowController:
             except NotFoundError:
                 return
             self.writes += 1
-            if _newer(written, self.flows.get(_key(written))):
-                self.flows[_key(written)] = written
+            if is_newer(written, self.flows.get(object_key(written))):
+                self.flows[object_key(written)] = written
             return
         raise ConflictError(f"jobflow {jobflow['metadata'].get('name')}: status kept conflicting")
 
