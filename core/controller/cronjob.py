@@ -25,8 +25,9 @@ from croniter import croniter
 
 from stromboli.core.api import constants as k
 from stromboli.core.clock import Clock, format_time, parse_time
-from stromboli.core.cluster.errors import AlreadyExistsError, ConflictError, NotFoundError
+from stromboli.core.cluster.errors import AlreadyExistsError, NotFoundError
 from stromboli.core.cluster.store import ClusterStore
+from stromboli.core.cluster.writes import put_status
 from stromboli.core.controller.reconciler import (
     JobMutator,
     Key,
@@ -43,7 +44,6 @@ CRONJOB: Final = (k.BATCH_V1ALPHA1, "CronJob")
 JOB: Final = (k.BATCH_V1ALPHA1, "Job")
 #: More missed start times than this and the controller only reports it (as Kubernetes does).
 MAX_MISSED: Final = 100
-STATUS_CONFLICT_RETRIES: Final = 5
 SUCCEEDED: Final = frozenset({"Completed"})
 FINISHED: Final = frozenset({"Completed", "Failed", "Terminated", "Aborted"})
 
@@ -381,26 +381,13 @@ class CronJobController(Reconciler):
             key: value for key, value in (cronjob.get("status") or {}).items() if value is not None
         }:
             return
-        current = cronjob
-        for _ in range(STATUS_CONFLICT_RETRIES):
-            try:
-                written = await self.store.update_status({**current, "status": wanted})
-            except ConflictError:
-                try:
-                    current = await self.store.get(
-                        *CRONJOB, current["metadata"]["name"], current["metadata"].get("namespace")
-                    )
-                except NotFoundError:
-                    return
-                continue
-            except NotFoundError:
-                return
-            self.writes += 1
-            key = object_key(written)
-            if is_newer(written, self.cronjobs.get(key)):
-                self.cronjobs[key] = written
+        written = await put_status(self.store, cronjob, lambda _current: wanted)
+        if written is None:
             return
-        raise ConflictError(f"cronjob {cronjob['metadata'].get('name')}: status kept conflicting")
+        self.writes += 1
+        key = object_key(written)
+        if is_newer(written, self.cronjobs.get(key)):
+            self.cronjobs[key] = written
 
     async def _event(self, cronjob: Mapping[str, Any], kind: str, reason: str, msg: str) -> None:
         meta = cronjob["metadata"]

@@ -24,6 +24,7 @@ from stromboli.core.api import constants as k
 from stromboli.core.clock import Clock
 from stromboli.core.cluster.errors import AlreadyExistsError, ConflictError, NotFoundError
 from stromboli.core.cluster.store import ClusterStore
+from stromboli.core.cluster.writes import put_status
 from stromboli.core.controller.reconciler import (
     JobMutator,
     Key,
@@ -39,7 +40,6 @@ COMPONENT: Final = "jobflow-controller"
 JOBFLOW: Final = (k.FLOW_V1ALPHA1, "JobFlow")
 JOBTEMPLATE: Final = (k.FLOW_V1ALPHA1, "JobTemplate")
 JOB: Final = (k.BATCH_V1ALPHA1, "Job")
-STATUS_CONFLICT_RETRIES: Final = 5
 
 RUNNING: Final = frozenset({"Running", "Restarting", "Completing"})
 TERMINATED: Final = frozenset({"Terminated", "Terminating", "Aborted", "Aborting"})
@@ -275,51 +275,32 @@ class JobFlowController(Reconciler):
     async def _note_template(self, template: dict[str, Any], job_name: str) -> None:
         """List the job in the template's ``status.jobDependsOnList`` (as the jobtemplate
         controller does), against the template's latest version."""
-        current = template
-        for _ in range(STATUS_CONFLICT_RETRIES):
+
+        def listed(current: dict[str, Any]) -> dict[str, Any] | None:
             names = list((current.get("status") or {}).get("jobDependsOnList") or [])
             if job_name in names:
-                return
-            status = {**(current.get("status") or {}), "jobDependsOnList": [*names, job_name]}
-            try:
-                written = await self.store.update_status({**current, "status": status})
-            except ConflictError:
-                try:
-                    current = await self.store.get(
-                        *JOBTEMPLATE, current["metadata"]["name"], object_key(current)[0]
-                    )
-                except NotFoundError:
-                    return
-                continue
-            except NotFoundError:
-                return
-            self.writes += 1
-            if is_newer(written, self.templates.get(object_key(written))):
-                self.templates[object_key(written)] = written
+                return None
+            return {**(current.get("status") or {}), "jobDependsOnList": [*names, job_name]}
+
+        try:
+            written = await put_status(self.store, template, listed)
+        except ConflictError:
+            return  # the template kept changing under us; listing it is best effort
+        if written is None:
             return
+        self.writes += 1
+        if is_newer(written, self.templates.get(object_key(written))):
+            self.templates[object_key(written)] = written
 
     async def _write_status(self, jobflow: dict[str, Any], wanted: dict[str, Any]) -> None:
         if wanted == (jobflow.get("status") or {}):
             return
-        current = jobflow
-        for _ in range(STATUS_CONFLICT_RETRIES):
-            try:
-                written = await self.store.update_status({**current, "status": wanted})
-            except ConflictError:
-                try:
-                    current = await self.store.get(
-                        *JOBFLOW, current["metadata"]["name"], current["metadata"].get("namespace")
-                    )
-                except NotFoundError:
-                    return
-                continue
-            except NotFoundError:
-                return
-            self.writes += 1
-            if is_newer(written, self.flows.get(object_key(written))):
-                self.flows[object_key(written)] = written
+        written = await put_status(self.store, jobflow, lambda _current: wanted)
+        if written is None:
             return
-        raise ConflictError(f"jobflow {jobflow['metadata'].get('name')}: status kept conflicting")
+        self.writes += 1
+        if is_newer(written, self.flows.get(object_key(written))):
+            self.flows[object_key(written)] = written
 
     async def _event(self, jobflow: Mapping[str, Any], kind: str, reason: str, msg: str) -> None:
         meta = jobflow["metadata"]

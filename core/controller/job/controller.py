@@ -34,10 +34,10 @@ from stromboli.core.clock import Clock, format_time, parse_time
 from stromboli.core.cluster.errors import (
     AlreadyExistsError,
     ApiError,
-    ConflictError,
     NotFoundError,
 )
 from stromboli.core.cluster.store import ClusterStore
+from stromboli.core.cluster.writes import put_status
 from stromboli.core.controller.job import build
 from stromboli.core.controller.job.plugins import JOB_PLUGINS, JobPlugin, JobPluginError
 from stromboli.core.controller.job.policies import (
@@ -63,7 +63,6 @@ from stromboli.core.informer import Informer
 log = logging.getLogger(__name__)
 
 JOB: Final = (k.BATCH_V1ALPHA1, "Job")
-STATUS_CONFLICT_RETRIES = 5
 POD: Final = (k.CORE_V1, "Pod")
 PODGROUP: Final = (k.SCHEDULING_V1BETA1, "PodGroup")
 COMMAND: Final = (k.BUS_V1ALPHA1, "Command")
@@ -1113,7 +1112,7 @@ class JobController:
         wanted = status.to_dict()
         if wanted == old.to_dict():
             return job
-        written = await self._put_status(job, wanted)
+        written = await put_status(self.store, job, lambda _current: wanted)
         if written is None:
             return job
         self.writes += 1
@@ -1123,24 +1122,6 @@ class JobController:
             key = _key(written)
             self._enqueue(Request(key[0], key[1], event=Event.OUT_OF_SYNC))
         return written
-
-    async def _put_status(self, job: dict[str, Any], wanted: dict[str, Any]) -> dict | None:
-        """Write ``wanted`` as the job's status against its latest version (custom resources
-        take no unconditional updates), re-reading on conflict; None if the job is gone."""
-        current = job
-        for _ in range(STATUS_CONFLICT_RETRIES):
-            try:
-                return await self.store.update_status({**current, "status": wanted})
-            except ConflictError:
-                try:
-                    current = await self.store.get(
-                        JOB[0], JOB[1], job["metadata"]["name"], job["metadata"].get("namespace")
-                    )
-                except NotFoundError:
-                    return None
-            except NotFoundError:
-                return None
-        raise ConflictError(f"job {job['metadata'].get('name')}: status kept conflicting")
 
     def _cache_job(self, job: dict[str, Any]) -> None:
         key = _key(job)
