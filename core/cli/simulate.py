@@ -11,6 +11,7 @@ import orjson
 import yaml
 
 from stromboli.core.scheduler.conf import ConfigError
+from stromboli.core.scheduler.metrics import SchedulerMetrics
 from stromboli.core.simulate.durations import parse_duration
 from stromboli.core.simulate.engine import DEFAULT_MAX_TIME, Simulation, SimulationResult
 from stromboli.core.simulate.loader import SimulationInputError, load
@@ -35,7 +36,11 @@ def _progress(total: int):  # type: ignore[no-untyped-def]
 
 
 async def _simulate(
-    files: tuple[str, ...], conf: str | None, max_time: float, show_progress: bool
+    files: tuple[str, ...],
+    conf: str | None,
+    max_time: float,
+    show_progress: bool,
+    metrics: SchedulerMetrics | None = None,
 ) -> tuple[SimulationResult, dict]:
     objects = load(list(files))
     progress = None
@@ -44,7 +49,7 @@ async def _simulate(
         progress, on_progress = _progress(len(objects))
         progress.start()
     try:
-        result = await Simulation(objects, conf, max_time, on_progress).run()
+        result = await Simulation(objects, conf, max_time, on_progress, metrics).run()
     finally:
         if progress is not None:
             progress.stop()
@@ -71,6 +76,13 @@ async def _simulate(
     help="Also write the report with charts to this HTML file.",
 )
 @click.option(
+    "--metrics",
+    "metrics_path",
+    type=click.Path(dir_okay=False),
+    help="Also write the scheduler's Prometheus metrics, as /metrics would serve them at the "
+    "end of the run, to this file (text exposition format).",
+)
+@click.option(
     "--max-time",
     default=None,
     help="Stop the virtual clock here (a duration such as 2h); default 30 days.",
@@ -85,6 +97,7 @@ def simulate(
     scheduler_conf: str | None,
     output: str | None,
     html_path: str | None,
+    metrics_path: str | None,
     max_time: str | None,
     progress: bool | None,
 ) -> None:
@@ -97,9 +110,15 @@ def simulate(
     try:
         limit = parse_duration(max_time, "--max-time") if max_time else DEFAULT_MAX_TIME
         show = sys.stderr.isatty() if progress is None else progress
-        result, final = asyncio.run(_simulate(files, scheduler_conf, limit, show))
+        metrics = SchedulerMetrics() if metrics_path else None
+        result, final = asyncio.run(_simulate(files, scheduler_conf, limit, show, metrics))
     except (SimulationInputError, ConfigError, ValueError) as err:
         raise click.ClickException(str(err)) from None
+    if metrics is not None and metrics_path:
+        try:
+            Path(metrics_path).write_bytes(metrics.exposition())
+        except OSError as err:
+            raise click.ClickException(f"--metrics: cannot write {metrics_path}: {err}") from None
     if html_path:
         from stromboli.core.simulate.html import write_html
 

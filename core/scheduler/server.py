@@ -126,9 +126,13 @@ class SchedulerServer:
             started = time.monotonic()
             try:
                 stats = await self.scheduler.run_once()
-                self.metrics.observe(stats)
             except Exception:  # a bad cycle must not stop the scheduler
                 log.exception("scheduling cycle failed")
+            else:
+                try:
+                    self.metrics.observe(stats)
+                except Exception:  # nor may a failure to record its metrics
+                    log.exception("recording the cycle's metrics failed")
             self.cycles += 1
             self._last_cycle = time.monotonic()
             remaining = period - (self._last_cycle - started)

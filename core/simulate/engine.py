@@ -23,6 +23,7 @@ from stromboli.core.controller.job.controller import JobController
 from stromboli.core.controller.jobflow import JobFlowController
 from stromboli.core.controller.podgroup import enrol_pod, needs_podgroup
 from stromboli.core.scheduler.conf import ConfigSource
+from stromboli.core.scheduler.metrics import SchedulerMetrics
 from stromboli.core.scheduler.scheduler import Scheduler
 from stromboli.core.simulate.admission import Admission
 from stromboli.core.simulate.lifecycle import PodLifecycle
@@ -70,6 +71,7 @@ class Simulation:
         scheduler_conf: str | Path | None = None,
         max_time: float = DEFAULT_MAX_TIME,
         on_progress: Callable[[float, int], None] | None = None,
+        metrics: SchedulerMetrics | None = None,
     ) -> None:
         self.arrivals = sorted(objects, key=lambda o: (o.submit_at, KIND_RANK.get(o.kind, 7)))
         self.clock = VirtualClock()
@@ -86,6 +88,8 @@ class Simulation:
         self.jobflows = JobFlowController(self.store, self.clock, mutate_job=self._admit_job)
         self.max_time = max_time
         self.on_progress = on_progress
+        #: Fed every cycle, as ``stromboli scheduler`` feeds the one it serves.
+        self.metrics = metrics
         self.scheduler_names = {k.DEFAULT_SCHEDULER_NAME}
 
     def _admit_job(self, job: dict) -> dict:
@@ -142,6 +146,8 @@ class Simulation:
             changed += await self.lifecycle.step()
             changed += await self._step_controllers()
             stats = await self.scheduler.run_once()
+            if self.metrics is not None:
+                self.metrics.observe(stats)
             result.cycles += 1
             result.decision_seconds += stats.decision_seconds
             result.write_seconds += stats.write_seconds

@@ -98,7 +98,7 @@ async def test_server_schedules_gangs_and_serves_metrics_and_health() -> None:
             assert response.status == 200
     assert "volcano_e2e_scheduling_latency_milliseconds_count" in text
     assert 'volcano_action_scheduling_latency_milliseconds_count{action="allocate"}' in text
-    assert 'volcano_unschedule_task_count{job_id="default/too-big"} 3.0' in text
+    assert 'volcano_unschedule_task_count{job_id="too-big"} 3.0' in text
     assert 'volcano_schedule_attempts_total{result="scheduled"} 2.0' in text
     server.stop()
     await asyncio.wait_for(running, 5)
