@@ -273,6 +273,18 @@ def test_generated_names_are_stable_and_distinct() -> None:
             lambda j: j["spec"]["tasks"][0].update(dependsOn={"name": ["ghost"]}),
             "spec.tasks[0].dependsOn.name",
         ),
+        (
+            lambda j: j["spec"].update(policies=[{"event": "PodFailed", "action": "Explode"}]),
+            "spec.policies[0].action",
+        ),
+        (
+            lambda j: j["spec"]["tasks"][0].update(policies=[{"event": "PodFailed"}]),
+            "spec.tasks[0].policies[0].action",
+        ),
+        (
+            lambda j: j["spec"].update(policies=[{"exitCode": 3, "action": "SyncJob"}]),
+            "spec.policies[0].action",
+        ),
     ],
 )
 def test_malformed_jobs_name_the_field(change, field: str) -> None:

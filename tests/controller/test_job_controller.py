@@ -96,6 +96,16 @@ async def test_malformed_job_gets_an_event_and_a_status_message() -> None:
     assert await h.podgroups() == {}
 
 
+async def test_unknown_policy_action_is_reported_not_run_as_a_sync() -> None:
+    broken = vcjob("j", task("worker", 1), policies=[{"event": "PodFailed", "action": "Boom"}])
+    h = await started(broken)
+    job = await h.job()
+    assert job["status"]["state"]["reason"] == "InvalidSpec"
+    assert "spec.policies[0].action" in job["status"]["state"]["message"]
+    assert "'Boom'" in job["status"]["state"]["message"]
+    assert await h.podgroups() == {}
+
+
 async def test_fixing_a_malformed_job_clears_the_message() -> None:
     broken = vcjob("j", task("worker", 1))
     broken["spec"]["tasks"][0]["replicas"] = "one"

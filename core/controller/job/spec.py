@@ -136,6 +136,7 @@ def parse_job(job: Mapping[str, Any]) -> JobView:
                 raise JobSpecError(
                     f"spec.tasks[{task.index}].dependsOn.name", f"no task named {dependency!r}"
                 )
+    _check_policies(spec.get("policies"), "spec.policies")
     min_available = _int(spec.get("minAvailable"), "spec.minAvailable")
     if not min_available:
         # What the webhook would have set: the sum of the tasks' minimums.
@@ -168,6 +169,20 @@ def parse_job(job: Mapping[str, Any]) -> JobView:
     )
 
 
+def _check_policies(policies: Any, where: str) -> None:
+    """A policy's action must be one a user may ask for: the CRD schema leaves ``action`` a
+    free string, and an unknown one would otherwise be run silently as a plain sync."""
+    for i, policy in enumerate(policies or ()):
+        if not isinstance(policy, Mapping):
+            raise JobSpecError(f"{where}[{i}]", "expected a lifecycle policy (a mapping)")
+        action = policy.get("action")
+        if action not in k.USER_ACTIONS:
+            valid = ", ".join(sorted(k.USER_ACTIONS))
+            raise JobSpecError(
+                f"{where}[{i}].action", f"invalid policy action {action!r}; valid actions: {valid}"
+            )
+
+
 def _parse_task(index: int, raw: Any) -> TaskView:
     where = f"spec.tasks[{index}]"
     if not isinstance(raw, Mapping):
@@ -190,6 +205,7 @@ def _parse_task(index: int, raw: Any) -> TaskView:
         _, request = pod_requests({"spec": pod_spec})
     except ValueError as error:
         raise JobSpecError(f"{where}.template", str(error)) from None
+    _check_policies(raw.get("policies"), f"{where}.policies")
     depends = raw.get("dependsOn") or {}
     partition = raw.get("partitionPolicy") or {}
     return TaskView(
