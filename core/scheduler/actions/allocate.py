@@ -15,6 +15,7 @@ from stromboli.core.scheduler.actions.enqueue import mark_inqueue
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.queue import QueueInfo
 from stromboli.core.scheduler.api.status import READY_STATUS, TaskStatus
+from stromboli.core.scheduler.framework.conditions import terminating_members_only
 from stromboli.core.scheduler.framework.filters import FitErrors
 from stromboli.core.scheduler.framework.plugin import Action, register_action
 from stromboli.core.scheduler.framework.session import Session
@@ -53,7 +54,11 @@ def schedulable_jobs(ssn: Session, promote_pending: bool) -> QueueJobs:
             continue
         objection = ssn.job_valid(job)
         if objection is not None:
-            job.invalid = objection
+            # A gang short only because scheduled members are terminating is left alone,
+            # not reported invalid: its PodGroup stays Running (Volcano e2e "PodGroup should
+            # stay Running while scheduled members are terminating").
+            if not terminating_members_only(job):
+                job.invalid = objection
             continue
         plan.add(job)
     return plan

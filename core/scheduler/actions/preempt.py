@@ -22,9 +22,13 @@ so the preemptor, pipelined now, is bound in a later cycle once its victims are 
 (between ``minCandidateNodesAbsolute`` or ``minCandidateNodesPercentage`` percent of the nodes,
 and ``maxCandidateNodesAbsolute``) and evicts on the one whose victims matter least, as
 kube-scheduler does: the lowest highest victim priority, then the lowest sum of victim
-priorities, then the fewest victims. ``topologyAwarePreemptWorkerNum`` and
-``predicateErrorCacheEnable`` are accepted; a session is single-threaded and computes
-predicates for all nodes at once, so neither changes anything.
+priorities, then the fewest victims. On each node the victims are chosen as kube-scheduler
+does too: after evicting in victim order until the task fits, each victim is put back,
+highest priority first, if the task still fits without evicting it (Volcano e2e "should
+preempt low priority pod with anti-affinity constraint": the low-priority pod not in the
+way is spared, the middle-priority one the task's anti-affinity objects to goes).
+``topologyAwarePreemptWorkerNum`` and ``predicateErrorCacheEnable`` are accepted; a session
+is single-threaded and computes predicates for all nodes at once, so neither changes anything.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from stromboli.core.scheduler.util.victims import (
     commit,
     count_attempt,
     eligible_to_evict,
+    evict_then_reprieve,
     evict_until_fits,
     fits_future,
     fits_now,
@@ -203,8 +208,11 @@ class PreemptAction(Action):
             return victim_order(ssn, victims, preemptor)
 
         if self.topology_aware:
-            position = self.best_candidate(ssn, preemptor, positions, victims_on, fits_on)
-            positions = [] if position is None else [position]
+            chosen = self.best_candidate(ssn, preemptor, positions, victims_on, fits_on)
+            if chosen is None:
+                return False
+            stmt.merge(chosen)
+            return True
         for position in positions:
             victims = victims_on(position)
             if victims is None:
@@ -223,8 +231,9 @@ class PreemptAction(Action):
         positions: list[int],
         victims_on: Callable[[int], list[TaskInfo] | None],
         fits_on: Callable[[int], Callable[[], bool]],
-    ) -> int | None:
-        """Dry-run the candidate nodes and return the one whose eviction costs least."""
+    ) -> Statement | None:
+        """Dry-run the candidate nodes (victims chosen with reprieve, as kube-scheduler does)
+        and return the trial of the one whose eviction costs least."""
         wanted = len(ssn.nodes) * self.min_percentage // 100
         wanted = min(max(wanted, self.min_absolute), self.max_absolute)
         trials: list[Trial] = []
@@ -232,7 +241,9 @@ class PreemptAction(Action):
             victims = victims_on(position)
             if victims is None:
                 continue
-            trial = evict_until_fits(ssn, preemptor, position, victims, PREEMPT, fits_on(position))
+            trial = evict_then_reprieve(
+                ssn, preemptor, position, victims, PREEMPT, fits_on(position)
+            )
             if trial is None:
                 continue
             evicted = [op.task for op in trial.operations if op.kind == "evict"]
@@ -242,7 +253,13 @@ class PreemptAction(Action):
                 break
         if not trials:
             return None
-        return min(trials, key=Trial.rank).position
+        best = min(trials, key=Trial.rank)
+        count_attempt(ssn, victims_on(best.position) or [])
+        chosen = ssn.statement()
+        for victim in best.victims:
+            chosen.evict(victim, PREEMPT)
+        chosen.pipeline(preemptor, ssn.nodes.nodes[best.position].name)
+        return chosen
 
 
 _VICTIM_STATUSES = members(PREEMPTABLE_STATUS)

@@ -122,3 +122,18 @@ def merge_condition(
 
 def is_unschedulable(update: PodGroupConditionUpdate | None) -> bool:
     return update is not None and update.type == PodGroupConditionType.UNSCHEDULABLE
+
+
+def terminating_members_only(job: JobInfo) -> bool:
+    """Whether the job is short of ready pods only because scheduled members are terminating
+    (deleted, still on their nodes): nothing is left to schedule and those pods still count,
+    so no ``Unschedulable`` condition is written (Volcano e2e "PodGroup should stay Running
+    while scheduled members are terminating")."""
+    releasing = sum(
+        1 for t in (job.by_status.get(TaskStatus.RELEASING) or {}).values() if t.node_name
+    )
+    if not releasing:
+        return False
+    if job.by_status.get(TaskStatus.PENDING) or job.by_status.get(TaskStatus.PIPELINED):
+        return False
+    return job.count(SCHEDULED_STATUS) + releasing >= job.min_available

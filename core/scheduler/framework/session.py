@@ -147,6 +147,12 @@ class Session:
         self._chains[point] = tiers
         return tiers
 
+    def enabled(self, point: str, plugin: str) -> bool:
+        """Whether ``plugin`` registered a callback on ``point`` and its switch is on."""
+        if plugin not in self._callbacks.get(point, {}):
+            return False
+        return any(o.name == plugin and o.enabled(point) for tier in self.tiers for o in tier)
+
     def _flat(self, point: str) -> list[Callable[..., Any]]:
         """Enabled callbacks of ``point`` in order, tiers flattened (cached)."""
         flat = self._flats.get(point)

@@ -14,6 +14,7 @@ from stromboli.core.scheduler.framework.conditions import (
     PodGroupConditionUpdate,
     job_fit_error,
     schedulable_task_num,
+    terminating_members_only,
 )
 from stromboli.core.scheduler.framework.plugin import Plugin, register_plugin
 from stromboli.core.scheduler.framework.session import PERMIT, REJECT, Session
@@ -31,8 +32,8 @@ class GangPlugin(Plugin):
         ssn.register("job_ready", self.name, self.job_ready)
         ssn.register("job_pipelined", self.name, self.job_pipelined)
         ssn.register("job_starving", self.name, self.job_starving)
-        ssn.register("preemptable", self.name, self.victims(ssn))
-        ssn.register("reclaimable", self.name, self.victims(ssn))
+        ssn.register("preemptable", self.name, self.victims(ssn, spare_single=False))
+        ssn.register("reclaimable", self.name, self.victims(ssn, spare_single=True))
 
     @staticmethod
     def job_valid(job: JobInfo) -> tuple[str, str] | None:
@@ -72,8 +73,17 @@ class GangPlugin(Plugin):
         return job.is_starving()
 
     @staticmethod
-    def victims(ssn: Session):  # type: ignore[no-untyped-def]
-        """Only pods beyond a job's ``minAvailable`` may be taken from it."""
+    def victims(ssn: Session, *, spare_single: bool):  # type: ignore[no-untyped-def]
+        """Only pods beyond a job's ``minAvailable`` may be taken from it.
+
+        For reclaim this is Volcano's rule exactly: a job with ``minAvailable: 1`` and one
+        pod running gives nothing here, and a later tier (``proportion``: only queues above
+        their deserved share) decides (Volcano e2e "Reclaim Case 6": a queue at its share is
+        not reclaimed from). For preemption every pod of a ``minAvailable: 1`` job is offered
+        (``spare_single`` false), so that priority decides between single-pod jobs under the
+        default configuration, where Volcano's gang would offer none and drf's tier would
+        rarely allow any.
+        """
 
         def select(_preemptor: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
             occupied: dict[str, int] = {}
@@ -84,7 +94,8 @@ class GangPlugin(Plugin):
                     continue
                 if task.job_id not in occupied:
                     occupied[task.job_id] = job.ready_task_num()
-                if job.min_available <= occupied[task.job_id] - 1 or job.min_available == 1:
+                single = job.min_available == 1 and not spare_single
+                if occupied[task.job_id] > job.min_available or single:
                     chosen.append(task)
                     occupied[task.job_id] -= 1
             return chosen, PERMIT
@@ -94,6 +105,8 @@ class GangPlugin(Plugin):
     def on_session_close(self, ssn: Session) -> None:
         for job in ssn.jobs.values():
             if job.invalid is not None:
+                continue
+            if not self.job_ready(job) and terminating_members_only(job):
                 continue
             if self.job_ready(job):
                 condition = PodGroupConditionUpdate(

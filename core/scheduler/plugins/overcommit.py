@@ -17,6 +17,20 @@ DEFAULT_FACTOR = 1.2
 OVERUSED_MESSAGE = "resource in cluster is overused"
 
 
+def without_gated(job: JobInfo, reserved: Resource) -> Resource:
+    """``reserved`` less what the job's scheduling-gated pods request (never below zero):
+    gated pods cannot run yet, so an admitted job does not hold room for them and other
+    jobs may be admitted meanwhile (Volcano e2e "Scheduling gated task will not consume
+    inqueue resources")."""
+    gated = Resource()
+    for task in job.tasks.values():
+        if task.gated:
+            gated.add(task.resreq)
+    if gated.is_empty():
+        return reserved
+    return Resource({name: max(v - gated.get(name), 0.0) for name, v in reserved.amounts.items()})
+
+
 @register_plugin
 class OvercommitPlugin(Plugin):
     name = "overcommit"
@@ -33,9 +47,9 @@ class OvercommitPlugin(Plugin):
             if job.min_resources is None:
                 continue
             if job.phase == "Inqueue":
-                inqueue.add(job.min_resources)
+                inqueue.add(without_gated(job, job.min_resources))
             elif job.phase == "Running":
-                inqueue.add(job.min_resources - job.allocated)
+                inqueue.add(without_gated(job, job.min_resources - job.allocated))
 
         def job_enqueueable(job: JobInfo) -> int:
             if job.min_resources is None:

@@ -22,6 +22,7 @@ from stromboli.core.scheduler.framework.session import (
     EventHandler,
     Session,
 )
+from stromboli.core.scheduler.plugins.overcommit import without_gated
 
 
 @dataclass(slots=True)
@@ -125,9 +126,9 @@ class ProportionPlugin(Plugin):
                         attr.request.add(task.resreq)
             if job.min_resources is not None:
                 if job.phase == "Inqueue":
-                    attr.inqueue.add(job.min_resources)
+                    attr.inqueue.add(without_gated(job, job.min_resources))
                 elif job.phase == "Running":
-                    attr.inqueue.add(job.min_resources - job.allocated)
+                    attr.inqueue.add(without_gated(job, job.min_resources - job.allocated))
                     attr.elastic.add(job.allocated - job.min_resources)
         water_fill(list(attrs.values()), total)
         for attr in attrs.values():

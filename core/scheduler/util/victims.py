@@ -7,12 +7,14 @@ the pipelining are merged into the caller's statement (which the action commits 
 for the whole job); when it does not fit, the trial is discarded and the node left as it was,
 so no pod is ever evicted for nothing.
 
-Besides the plugins' verdicts (``ssn.preemptable``/``ssn.reclaimable``) one rule always holds
-here: a victim is never taken from another job if that would leave the job with fewer ready
-pods than its ``minAvailable`` (unless its minimum is one), so these actions never leave a gang
-partially running. The ``gang`` plugin votes the same way, but Volcano's tier rule lets a later
-tier (``drf``) decide when the first tier finds no victim at all, and that path must not break
-gangs either.
+Besides the plugins' verdicts (``ssn.preemptable``/``ssn.reclaimable``), while the ``gang``
+plugin votes on the action's extension point, a victim is never taken from another job if that
+would leave the job with fewer ready pods than its ``minAvailable`` (unless its minimum is one).
+The ``gang`` plugin votes the same way, but Volcano's tier rule lets a later tier (``drf``)
+decide when the first tier finds no victim at all, and that path must not break gangs either.
+With gang's vote switched off (``enablePreemptable: false``, as in Volcano's Helm and CI
+configurations) the other plugins alone decide, as in Volcano: a lower-priority gang may then
+be evicted below its minimum (Volcano e2e "preemption only works in the same queue").
 
 Two shortcuts keep a cycle with a long backlog affordable without changing any outcome: the
 actions ask the plugins once about all candidates of a preemptor and skip the node-by-node
@@ -210,8 +212,15 @@ class FailureMemo:
 # -- victims -----------------------------------------------------------------------------------
 
 
-def keeps_gang(ssn: Session, victim: TaskInfo, evictor: TaskInfo) -> bool:
-    """Whether evicting ``victim`` leaves its job either whole or at least at its minimum."""
+#: The extension point that decides victims for each eviction reason.
+VICTIM_POINT = {PREEMPT: "preemptable", RECLAIM: "reclaimable"}
+
+
+def keeps_gang(ssn: Session, victim: TaskInfo, evictor: TaskInfo, reason: str = PREEMPT) -> bool:
+    """Whether evicting ``victim`` leaves its job either whole or at least at its minimum
+    (always true when the gang plugin does not vote on victims for ``reason``)."""
+    if not ssn.enabled(VICTIM_POINT.get(reason, "preemptable"), "gang"):
+        return True
     if victim.job_id == evictor.job_id:
         return True  # the evictor takes the victim's place in the same job
     job = ssn.jobs.get(victim.job_id)
@@ -288,7 +297,7 @@ def evict_until_fits(
             break
         if not victim.status & (TaskStatus.RUNNING | TaskStatus.BOUND):
             continue  # already taken by an earlier trial of this session
-        if not keeps_gang(ssn, victim, task):
+        if not keeps_gang(ssn, victim, task, reason):
             continue
         trial.evict(victim, reason)
         ok = fits()
@@ -297,6 +306,41 @@ def evict_until_fits(
         return None
     trial.pipeline(task, ssn.nodes.nodes[position].name)
     return trial
+
+
+def evict_then_reprieve(
+    ssn: Session,
+    task: TaskInfo,
+    position: int,
+    victims: list[TaskInfo],
+    reason: str,
+    fits: Callable[[], bool],
+) -> Statement | None:
+    """Like :func:`evict_until_fits`, then spare what need not go, as kube-scheduler picks
+    victims on a node: the victims taken are put back one by one, highest priority first,
+    and each stays evicted only if the task no longer fits with it back. A low-priority pod
+    evicted early but not in the way (say, not the one the task's anti-affinity objects to)
+    is spared."""
+    trial = evict_until_fits(ssn, task, position, victims, reason, fits)
+    if trial is None:
+        return None
+    taken = [op.task for op in trial.operations if op.kind == "evict"]
+    trial.discard()
+    needed = list(taken)
+    for candidate in reversed(taken):
+        rest = [t for t in needed if t is not candidate]
+        probe = ssn.statement()
+        for victim in rest:
+            probe.evict(victim, reason)
+        spared = fits()
+        probe.discard()
+        if spared:
+            needed = rest
+    final = ssn.statement()
+    for victim in needed:
+        final.evict(victim, reason)
+    final.pipeline(task, ssn.nodes.nodes[position].name)
+    return final
 
 
 def commit(ssn: Session, stmt: Statement, action: str) -> None:
