@@ -16,7 +16,7 @@ from stromboli.core.cli.process import (
     serve,
     setup_logging,
 )
-from stromboli.core.controller.server import ControllerOptions, ControllerServer
+from stromboli.core.controller.server import DRIVERS, ControllerOptions, ControllerServer
 
 
 @click.command()
@@ -46,7 +46,14 @@ from stromboli.core.controller.server import ControllerOptions, ControllerServer
     "--listen-address",
     default=":8081",
     show_default=True,
-    help="Accepted for Volcano compatibility (no controller metrics yet).",
+    help="Address of the /metrics endpoint (Volcano's controller metrics); empty to disable.",
+)
+@click.option(
+    "--driver",
+    type=click.Choice(DRIVERS),
+    default="kopf",
+    show_default=True,
+    help="What feeds the controllers live events: a kopf operator, or their own list+watch.",
 )
 def controller(
     kubeconfig: str | None,
@@ -61,12 +68,15 @@ def controller(
     max_requeue_num: int,
     worker_threads: int,
     listen_address: str,
+    driver: str,
 ) -> None:
     """Run vcjobs through their lifecycle and enrol plain pods into PodGroups."""
     setup_logging(verbosity)
     options = ControllerOptions(
         scheduler_names=tuple(scheduler_names),
         healthz_address=healthz_address,
+        listen_address=listen_address,
+        driver=driver,
         leader_elect=go_bool(leader_elect),
         lock_object_namespace=lock_object_namespace,
         max_requeue=max_requeue_num,

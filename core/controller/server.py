@@ -1,8 +1,10 @@
 """``stromboli controller``: the vcjob, CronJob and JobFlow controllers and PodGroup enrolment
 on a live cluster.
 
-Runs the same ``JobController`` the simulator steps, following watches instead; optional
-leader election on a Lease so that only one replica acts; health served over HTTP.
+Runs the same ``JobController`` the simulator steps, fed live events instead: by a kopf operator
+(``driver="kopf"``, the default; see :mod:`.kopfdriver`) or by the controllers' own list+watch
+informers (``driver="native"``). Optional leader election on a Lease so that only one replica
+acts; health and controller metrics served over HTTP.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from stromboli.core.api import constants as k
 from stromboli.core.clock import Clock, SystemClock
@@ -19,18 +22,25 @@ from stromboli.core.controller.cronjob import CronJobController
 from stromboli.core.controller.enrol import PodEnroller
 from stromboli.core.controller.job.controller import JobController
 from stromboli.core.controller.jobflow import JobFlowController
-from stromboli.core.httpserve import Endpoint, healthz_app
+from stromboli.core.controller.metrics import ControllerMetrics
+from stromboli.core.httpserve import Endpoint, healthz_app, metrics_app
 from stromboli.core.leaderelection import LeaderElector
+
+if TYPE_CHECKING:
+    from stromboli.core.controller.kopfdriver import KopfDriver
 
 log = logging.getLogger(__name__)
 LEASE_NAME = "vc-controller-manager"
 POD = ("v1", "Pod")
+DRIVERS = ("kopf", "native")
 
 
 @dataclass(slots=True)
 class ControllerOptions:
     scheduler_names: tuple[str, ...] = (k.DEFAULT_SCHEDULER_NAME,)
     healthz_address: str = ":11251"
+    listen_address: str = ":8081"
+    driver: str = "kopf"
     leader_elect: bool = False
     lock_object_namespace: str = "volcano-system"
     max_requeue: int = 15
@@ -40,12 +50,17 @@ class ControllerServer:
     def __init__(
         self, store: ClusterStore, options: ControllerOptions, clock: Clock | None = None
     ) -> None:
+        if options.driver not in DRIVERS:
+            raise ValueError(f"driver {options.driver!r} is not one of {', '.join(DRIVERS)}")
         self.store = store
         self.options = options
         self.clock = clock or SystemClock()
-        self.jobs = JobController(store, self.clock, max_requeue=options.max_requeue)
+        self.metrics = ControllerMetrics()
+        self.jobs = JobController(
+            store, self.clock, max_requeue=options.max_requeue, metrics=self.metrics
+        )
         self.cronjobs = CronJobController(store, self.clock)
-        self.jobflows = JobFlowController(store, self.clock)
+        self.jobflows = JobFlowController(store, self.clock, metrics=self.metrics)
         self.enroller = PodEnroller(store, set(options.scheduler_names))
         # One pod watch for both: the job controller's informer hands pod events on.
         job_handler = self.jobs.informer.handler
@@ -56,6 +71,15 @@ class ControllerServer:
                 self.enroller.seen(kind, event_type, obj)
 
         self.jobs.informer.handler = handle
+        self.driver: KopfDriver | None = None
+        if options.driver == "kopf":
+            from stromboli.core.cluster.kube import KubeStore
+            from stromboli.core.controller.kopfdriver import KopfDriver
+
+            if not isinstance(store, KubeStore):
+                raise ValueError("driver 'kopf' needs a Kubernetes store; use driver 'native'")
+            informers = [c.informer for c in (self.jobs, self.cronjobs, self.jobflows)]
+            self.driver = KopfDriver(store, informers)
         self.stopping = asyncio.Event()
         self.endpoints: list[Endpoint] = []
         self.elector: LeaderElector | None = None
@@ -72,16 +96,23 @@ class ControllerServer:
 
     async def run(self) -> None:
         """Serve until ``stop()``; returns early if a worker fails or the Lease is lost."""
+        if self.options.listen_address:
+            self.endpoints.append(
+                Endpoint(metrics_app(self.metrics.registry), self.options.listen_address)
+            )
         if self.options.healthz_address:
-            endpoint = Endpoint(healthz_app(self.healthy), self.options.healthz_address)
+            self.endpoints.append(Endpoint(healthz_app(self.healthy), self.options.healthz_address))
+        for endpoint in self.endpoints:
             await endpoint.start()
-            self.endpoints.append(endpoint)
         workers: list[asyncio.Task] = []
         try:
             if self.elector is not None:
                 if not await self.elector.acquire_unless(self.stopping):
                     return
                 workers.append(asyncio.create_task(self.elector.keep_renewing()))
+            if self.driver is not None:
+                # kopf stops itself on SIGTERM (it takes the signal over): its end is ours.
+                workers.append(asyncio.create_task(self.driver.run()))
             workers.append(asyncio.create_task(self.jobs.run()))
             workers.append(asyncio.create_task(self.cronjobs.run()))
             workers.append(asyncio.create_task(self.jobflows.run()))

@@ -251,6 +251,7 @@ class ControllerProcess(SchedulerProcess):
                 "controller",
                 f"--kubeconfig={cp.kubeconfig_path}",
                 "--healthz-address=",
+                "--listen-address=",
             ],
             stdout=log.open("ab"),
             stderr=subprocess.STDOUT,

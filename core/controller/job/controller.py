@@ -57,6 +57,7 @@ from stromboli.core.controller.job.queue import QueueStates, newer
 from stromboli.core.controller.job.spec import JobSpecError, JobView, TaskView, parse_job
 from stromboli.core.controller.job.state import Op, plan, retained_phases
 from stromboli.core.controller.job.status import JobStatus, PodCounts, go_duration
+from stromboli.core.controller.metrics import ControllerMetrics
 from stromboli.core.events import EventRecorder
 from stromboli.core.informer import Informer
 
@@ -154,7 +155,9 @@ class JobController:
 
     ``plugins`` replaces the job-plugin table (tests); ``mutate_pod`` is applied to each pod
     before it is created (the simulator passes its admission, which resolves priorities as the
-    API server would); ``max_requeue`` failed attempts of one request terminate the job.
+    API server would); ``max_requeue`` failed attempts of one request terminate the job;
+    ``metrics`` records Volcano's controller metrics (pod creation latency, finished jobs,
+    PodGroups per queue and phase).
     """
 
     def __init__(
@@ -166,8 +169,10 @@ class JobController:
         plugins: Mapping[str, type[JobPlugin]] | None = None,
         mutate_pod: PodMutator | None = None,
         max_requeue: int = DEFAULT_MAX_REQUEUE,
+        metrics: ControllerMetrics | None = None,
     ) -> None:
         self.store = store
+        self.metrics = metrics
         self.clock = clock
         self.recorder = recorder or EventRecorder(store, clock, COMPONENT)
         self.plugin_table: Mapping[str, type[JobPlugin]] = (
@@ -183,7 +188,9 @@ class JobController:
         self.priority_classes: dict[str, int] = {}
         self._queue_of_pg: dict[JobKey, str] = {}
         self._pgs_per_queue: dict[str, int] = {}
-        self.queues = QueueStates(store, self.recorder, lambda q: self._pgs_per_queue.get(q, 0))
+        self.queues = QueueStates(
+            store, self.recorder, lambda q: self._pgs_per_queue.get(q, 0), metrics=metrics
+        )
         self._requests: dict[Request, None] = {}
         self._commands: list[dict[str, Any]] = []
         self._parsed: dict[str, _Parsed] = {}
@@ -286,6 +293,9 @@ class JobController:
                 return  # an older job of the same name
             self.jobs.pop(key, None)
             self.pods.pop(key, None)
+            if self.metrics is not None:
+                queue = str((job.get("spec") or {}).get("queue") or k.DEFAULT_QUEUE)
+                self.metrics.forget_job(key[0], key[1], queue)
             self._delayed.pop(key, None)
             self._parsed.pop(job["metadata"].get("uid", ""), None)
             return
@@ -388,11 +398,13 @@ class JobController:
                 return  # already replaced by a new group of the same name
             self.podgroups.pop(key, None)
             self._forget_pg_queue(key)
+            self.queues.podgroup_seen(key, queue, None)
             self.queues.enqueue(queue, Action.SYNC_QUEUE)
             return
         if not _rv_newer(pg, old):
             return
         self.podgroups[key] = pg
+        self.queues.podgroup_seen(key, queue, _pg_phase(pg))
         if key not in self._queue_of_pg:
             self._queue_of_pg[key] = queue
             self._pgs_per_queue[queue] = self._pgs_per_queue.get(queue, 0) + 1
@@ -455,8 +467,13 @@ class JobController:
             if pending is not None:
                 await self._run(pending, Resolution(Action.SYNC_JOB))
             await self._run(request, resolution)
-        for request in syncs.values():
-            await self._run(request, Resolution(Action.SYNC_JOB))
+        gate = asyncio.Semaphore(32)
+
+        async def one(request: Request) -> None:
+            async with gate:
+                await self._run(request, Resolution(Action.SYNC_JOB))
+
+        await asyncio.gather(*(one(r) for r in syncs.values()))
 
     async def _run(self, request: Request, resolution: Resolution) -> None:
         job = self.jobs.get(request.job_key)
@@ -629,17 +646,20 @@ class JobController:
             to_delete.extend(task_pods.values())  # beyond the replicas: scaled down
 
         errors: list[str] = []
-        for task, indices in to_create:
-            if task.depends_on and not self._dependencies_ready(view, task):
-                continue
-            for index in indices:
-                created, error = await self._create_pod(
-                    job, parsed, task, index, status, forwarding
-                )
-                if error:
-                    errors.append(error)
-                elif created is not None:
-                    counts.add(task.name, pod_phase(created))
+        creating = [
+            (task, index)
+            for task, indices in to_create
+            if not (task.depends_on and not self._dependencies_ready(view, task))
+            for index in indices
+        ]
+        results = await asyncio.gather(
+            *(self._create_pod(job, parsed, t, i, status, forwarding) for t, i in creating)
+        )
+        for (task, _index), (created, error) in zip(creating, results, strict=True):
+            if error:
+                errors.append(error)
+            elif created is not None:
+                counts.add(task.name, pod_phase(created))
         if errors:
             await self._event(
                 job, "Warning", JobEventReason.FAILED_CREATE, f"Error creating pods: {errors}"
@@ -759,6 +779,8 @@ class JobController:
             return None, f"pod {name}: {err}"
         self.writes += 1
         self.pods.setdefault(view.key, {})[name] = created
+        if self.metrics is not None:
+            self._observe_creation(job, created)
         return created, ""
 
     async def _delete_pod(self, view: JobView, pod: Mapping[str, Any]) -> str:
@@ -1102,6 +1124,15 @@ class JobController:
             return 0.0
         return (parse_time(when) - parse_time(created)).total_seconds()
 
+    def _observe_creation(self, job: Mapping[str, Any], pod: Mapping[str, Any]) -> None:
+        """Job-to-pod latency as Volcano measures it: the pod's creationTimestamp minus the
+        job's (both stamped by the API server, so whole seconds on a real cluster)."""
+        assert self.metrics is not None
+        created = pod["metadata"].get("creationTimestamp")
+        if not created:
+            return
+        self.metrics.observe_pod_creation(1000.0 * self._since_created(job, created))
+
     def _transition(self, job: Mapping[str, Any], status: JobStatus) -> None:
         now = format_time(self.clock.now())
         status.transition(now, "", self._since_created(job, now))
@@ -1118,6 +1149,9 @@ class JobController:
         self.writes += 1
         self._cache_job(written)
         if status.phase != old.phase:
+            if self.metrics is not None:
+                queue = str((job.get("spec") or {}).get("queue") or k.DEFAULT_QUEUE)
+                self.metrics.job_finished(*_key(written), queue, status.phase)
             # As a watch would report the phase change: look at the job again.
             key = _key(written)
             self._enqueue(Request(key[0], key[1], event=Event.OUT_OF_SYNC))

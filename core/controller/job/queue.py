@@ -5,7 +5,9 @@ A queue closes at once when no PodGroup uses it, else it is ``Closing`` until th
 gone. Closing a queue closes its open children too, marking them
 ``volcano.sh/closed-by-parent: "true"``; opening the parent reopens exactly those; a child
 cannot open while its parent is closed. :func:`decide` is the table; :class:`QueueStates`
-applies it through the store, fed by the job controller's informer.
+applies it through the store, fed by the job controller's informer. With metrics it also
+publishes how many PodGroups of each queue are in each phase (``volcano_queue_pod_group_*``),
+as Volcano's queue controller does on every queue sync.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from stromboli.core.api import constants as k
 from stromboli.core.api.constants import Action, QueueState
 from stromboli.core.cluster.errors import ApiError, NotFoundError
 from stromboli.core.cluster.store import ClusterStore
+from stromboli.core.controller.metrics import ControllerMetrics
 from stromboli.core.events import EventRecorder
 
 log = logging.getLogger(__name__)
@@ -87,7 +90,8 @@ class QueueStates:
     """Queue requests and the writes they lead to; see the module docstring.
 
     ``podgroups_in(queue)`` counts the PodGroups that use a queue (the job controller keeps
-    that index from its PodGroup informer).
+    that index from its PodGroup informer, and reports each PodGroup's phase through
+    :meth:`podgroup_seen` for the metrics).
     """
 
     def __init__(
@@ -95,10 +99,16 @@ class QueueStates:
         store: ClusterStore,
         recorder: EventRecorder,
         podgroups_in: Callable[[str], int],
+        *,
+        metrics: ControllerMetrics | None = None,
     ) -> None:
         self.store = store
         self.recorder = recorder
         self.podgroups_in = podgroups_in
+        self.metrics = metrics
+        #: (queue, phase) of each PodGroup, and PodGroups per queue per phase (metrics only).
+        self._pg_phase: dict[tuple[str, str], tuple[str, str]] = {}
+        self._phase_counts: dict[str, dict[str, int]] = {}
         self.queues: dict[str, dict[str, Any]] = {}
         self.requests: deque[tuple[str, str]] = deque()
         self.writes = 0
@@ -109,11 +119,15 @@ class QueueStates:
         name = queue["metadata"]["name"]
         if event_type == "DELETED":
             self.queues.pop(name, None)
+            if self.metrics is not None:
+                self.metrics.forget_queue(name)
             return
         old = self.queues.get(name)
         if old is not None and not newer(queue, old):
             return  # an event older than what this controller itself wrote
         self.queues[name] = queue
+        if old is None and self.metrics is not None:
+            self._publish(name)
         if old is None or parent_of(old) != parent_of(queue) or state_of(old) != state_of(queue):
             self.enqueue(name, Action.SYNC_QUEUE)
             # Children follow their parent's state.
@@ -126,6 +140,35 @@ class QueueStates:
         item = (name, str(action))
         if item not in self.requests:
             self.requests.append(item)
+
+    def podgroup_seen(self, key: tuple[str, str], queue: str, phase: str | None) -> None:
+        """A PodGroup (namespace, name) now in ``queue`` and ``phase``; None once deleted.
+        Publishes the changed queues' gauges; known queues only, so a deleted queue's series
+        stay gone."""
+        if self.metrics is None:
+            return
+        new = None if phase is None else (queue, phase.lower())
+        old = self._pg_phase.get(key)
+        if old == new:
+            return
+        if old is not None:
+            counts = self._phase_counts[old[0]]
+            counts[old[1]] -= 1
+            if not counts[old[1]]:
+                del counts[old[1]]
+        if new is None:
+            self._pg_phase.pop(key, None)
+        else:
+            self._pg_phase[key] = new
+            counts = self._phase_counts.setdefault(new[0], {})
+            counts[new[1]] = counts.get(new[1], 0) + 1
+        for name in {pair[0] for pair in (old, new) if pair is not None}:
+            if name in self.queues:
+                self._publish(name)
+
+    def _publish(self, name: str) -> None:
+        assert self.metrics is not None
+        self.metrics.set_queue_podgroups(name, self._phase_counts.get(name, {}))
 
     # --- processing --------------------------------------------------------------------------
 
