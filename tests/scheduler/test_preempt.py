@@ -32,9 +32,15 @@ from .builders import (
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
-#: Volcano's default tiers with preempt added, drf's victim vote switched off as in Volcano's
-#: Helm chart: priority decides who may preempt whom.
+#: Volcano's default tiers with preempt added, gang's and drf's victim votes switched off as in
+#: Volcano's Helm chart and CI: priority decides who may preempt whom.
 PREEMPT_CONF = conf(
+    "enqueue, allocate, preempt, backfill",
+    ["priority", {"name": "gang", "enablePreemptable": False}, "conformance"],
+    ["overcommit", {"name": "drf", "enablePreemptable": False}, "predicates", "proportion"],
+)
+#: The same with gang voting: a victim job keeps its ``minAvailable`` running pods.
+GANG_CONF = conf(
     "enqueue, allocate, preempt, backfill",
     ["priority", "gang", "conformance"],
     ["overcommit", {"name": "drf", "enablePreemptable": False}, "predicates", "proportion"],
@@ -369,7 +375,7 @@ def test_cache_treats_an_evicted_pod_as_terminating_until_the_store_says() -> No
 
 
 async def test_victim_gang_keeps_its_minimum(tmp_path: Path) -> None:
-    c = await cluster(tmp_path, node("n1", cpu="4"), *job("low", 4, 3))
+    c = await cluster(tmp_path, node("n1", cpu="4"), *job("low", 4, 3), config=GANG_CONF)
     await running(c, *names("low", 4))
     # One pod of the low gang is beyond its minimum: enough for one preemptor ...
     await c.add(*job("one", 1, level="high"))
@@ -382,6 +388,28 @@ async def test_victim_gang_keeps_its_minimum(tmp_path: Path) -> None:
     for _ in range(3):
         assert (await c.run()).evicted == 0
     assert len(await gone(c, *names("low", 4))) == 1
+
+
+@pytest.mark.parametrize("gang_votes", [True, False])
+async def test_single_pod_job_is_a_victim_only_without_gang_vote(
+    tmp_path: Path, gang_votes: bool
+) -> None:
+    """Gang offers only pods beyond a job's minimum, with no exception for ``minAvailable: 1``
+    (Volcano's rule): while it votes, a one-pod job keeps its pod even against a
+    higher-priority one; with its vote off, priority decides."""
+    config = GANG_CONF if gang_votes else PREEMPT_CONF
+    c = await cluster(tmp_path, node("n1", cpu="1"), *job("low", 1), config=config)
+    await running(c, "low-0")
+    await c.add(*job("high", 1, level="high"))
+    evictions = [(await c.run()).evicted for _ in range(3)]
+    if gang_votes:
+        assert evictions == [0, 0, 0]
+        assert await gone(c, "low-0") == []
+        assert await c.node_of("high-0") == ""
+    else:
+        assert evictions == [1, 0, 0]
+        assert await gone(c, "low-0") == ["low-0"]
+        assert await c.node_of("high-0") == "n1"
 
 
 async def test_drf_fallback_cannot_break_a_gang(tmp_path: Path) -> None:
@@ -463,7 +491,10 @@ def test_arguments_are_known() -> None:
 async def test_topology_aware_preemption_picks_the_cheapest_node(
     tmp_path: Path, topology_aware: bool, victim: str
 ) -> None:
-    config = conf("enqueue, allocate, preempt", ["priority", "gang", "conformance"])
+    config = conf(
+        "enqueue, allocate, preempt",
+        ["priority", {"name": "gang", "enablePreemptable": False}, "conformance"],
+    )
     config += (
         "configurations:\n- name: preempt\n  arguments:\n"
         f"    enableTopologyAwarePreemption: {str(topology_aware).lower()}\n"

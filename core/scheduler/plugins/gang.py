@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from stromboli.core.api.constants import PodGroupConditionReason, PodGroupConditionType
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
-from stromboli.core.scheduler.api.status import PREEMPTABLE_STATUS
 from stromboli.core.scheduler.framework.conditions import (
     PodGroupConditionUpdate,
     job_fit_error,
@@ -32,8 +31,9 @@ class GangPlugin(Plugin):
         ssn.register("job_ready", self.name, self.job_ready)
         ssn.register("job_pipelined", self.name, self.job_pipelined)
         ssn.register("job_starving", self.name, self.job_starving)
-        ssn.register("preemptable", self.name, self.victims(ssn, spare_single=False))
-        ssn.register("reclaimable", self.name, self.victims(ssn, spare_single=True))
+        victims = self.victims(ssn)
+        ssn.register("preemptable", self.name, victims)
+        ssn.register("reclaimable", self.name, victims)
 
     @staticmethod
     def job_valid(job: JobInfo) -> tuple[str, str] | None:
@@ -73,31 +73,30 @@ class GangPlugin(Plugin):
         return job.is_starving()
 
     @staticmethod
-    def victims(ssn: Session, *, spare_single: bool):  # type: ignore[no-untyped-def]
-        """Only pods beyond a job's ``minAvailable`` may be taken from it.
+    def victims(ssn: Session):  # type: ignore[no-untyped-def]
+        """Only pods beyond a job's ``minAvailable`` may be taken from it, for preemption and
+        reclaim alike (Volcano's single rule, with no exception for ``minAvailable: 1``).
 
-        For reclaim this is Volcano's rule exactly: a job with ``minAvailable: 1`` and one
-        pod running gives nothing here, and a later tier (``proportion``: only queues above
-        their deserved share) decides (Volcano e2e "Reclaim Case 6": a queue at its share is
-        not reclaimed from). For preemption every pod of a ``minAvailable: 1`` job is offered
-        (``spare_single`` false), so that priority decides between single-pod jobs under the
-        default configuration, where Volcano's gang would offer none and drf's tier would
-        rarely allow any.
+        Each victim job keeps a running count of its ready pods; a candidate is offered only
+        while that count is above the job's minimum, and each offer lowers it. So a job with
+        ``minAvailable: 1`` and one pod running gives nothing: under the default
+        configuration a single-pod job cannot preempt another. Configurations where priority
+        should decide turn this vote off (``enablePreemptable: false`` on gang, as Volcano's
+        Helm chart and CI do). When gang leaves its tier with no victims, a later tier decides
+        (for reclaim, ``proportion``: only queues above their deserved share).
         """
 
-        def select(_preemptor: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+        def select(_evictor: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
             occupied: dict[str, int] = {}
             chosen: list[TaskInfo] = []
             for task in candidates:
                 job = ssn.jobs.get(task.job_id)
-                if job is None or not task.status & PREEMPTABLE_STATUS:
-                    continue
-                if task.job_id not in occupied:
-                    occupied[task.job_id] = job.ready_task_num()
-                single = job.min_available == 1 and not spare_single
-                if occupied[task.job_id] > job.min_available or single:
+                if job is None:
+                    continue  # an orphan whose PodGroup left the session
+                left = occupied.setdefault(task.job_id, job.ready_task_num())
+                if left > job.min_available:
                     chosen.append(task)
-                    occupied[task.job_id] -= 1
+                    occupied[task.job_id] = left - 1
             return chosen, PERMIT
 
         return select

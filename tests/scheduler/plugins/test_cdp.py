@@ -108,9 +108,10 @@ def test_victim_filter(point: str) -> None:
 
 
 async def test_cooldown_protects_from_preemption_until_it_ends(tmp_path: Path) -> None:
+    # Gang's victim vote off, as in Volcano's CI, so that a single-pod job can be preempted.
     config = conf(
         "enqueue, allocate, preempt",
-        ["priority", "gang", "conformance", "cdp"],
+        ["priority", {"name": "gang", "enablePreemptable": False}, "conformance", "cdp"],
         ["overcommit", "proportion"],
     )
     c = await Cluster(tmp_path, config).start()

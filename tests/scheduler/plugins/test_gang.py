@@ -131,8 +131,8 @@ def victim_session(min_member: int, running: int) -> Session:
     return make_session(objects, GANG)
 
 
-def victims_of(ssn: Session) -> list[str]:
-    fn = ssn._callbacks["preemptable"]["gang"]
+def victims_of(ssn: Session, point: str = "preemptable") -> list[str]:
+    fn = ssn._callbacks[point]["gang"]
     candidates = [t for t in ssn.jobs["default/v"].tasks.values()]
     chosen, vote = fn(session_task(ssn, "p-0"), sorted(candidates, key=lambda t: t.name))
     assert vote == PERMIT
@@ -147,13 +147,44 @@ def test_no_victims_from_a_gang_at_its_minimum() -> None:
     assert victims_of(victim_session(3, 3)) == []
 
 
-def test_min_available_one_gives_up_any_task() -> None:
-    assert victims_of(victim_session(1, 2)) == ["v-0", "v-1"]
+def test_min_available_one_keeps_its_last_pod() -> None:
+    """No exception for ``minAvailable: 1`` (Volcano's rule): a single-pod job is never a
+    victim while gang votes, and a job of two gives up only one pod."""
+    assert victims_of(victim_session(1, 1)) == []
+    assert victims_of(victim_session(1, 2)) == ["v-0"]
 
 
-def test_gang_registers_reclaimable_too() -> None:
-    ssn = victim_session(1, 1)
-    assert "gang" in ssn._callbacks["reclaimable"]
+def test_preemption_and_reclaim_share_one_rule() -> None:
+    for running, expected in [(1, []), (2, ["v-0"]), (4, ["v-0", "v-1", "v-2"])]:
+        ssn = victim_session(1, running)
+        assert victims_of(ssn, "preemptable") == expected
+        assert victims_of(ssn, "reclaimable") == expected
+
+
+def test_each_victim_job_keeps_its_own_count() -> None:
+    objects = [
+        node("n1", cpu="16"),
+        *[podgroup(name, 2, phase="Running") for name in ("a", "b")],
+        *[
+            pod(
+                f"{name}-{i}",
+                group=name,
+                uid=f"{name}{i}",
+                cpu="1",
+                node_name="n1",
+                phase="Running",
+            )
+            for name, count in (("a", 3), ("b", 2))
+            for i in range(count)
+        ],
+        podgroup("p", 1),
+        pod("p-0", group="p", uid="p0", cpu="1"),
+    ]
+    ssn = make_session(objects, GANG)
+    candidates = [session_task(ssn, n) for n in ("a-0", "b-0", "a-1", "b-1", "a-2")]
+    chosen, vote = ssn._callbacks["preemptable"]["gang"](session_task(ssn, "p-0"), candidates)
+    assert vote == PERMIT
+    assert [t.name for t in chosen] == ["a-0"]
 
 
 # -- session close -------------------------------------------------------------------------------
