@@ -146,6 +146,4 @@ async def test_jobflow_failure_is_counted() -> None:
     await f.set_phase("flow-a", "Failed")
     assert (await f.status())["state"]["phase"] == "Failed"
     assert sample(m, "volcano_jobflow_failed_phase_count", jobflow_namespace="default") == 1
-    assert (
-        sample(m, "volcano_jobflow_succeed_phase_count", jobflow_namespace="default") is None
-    )
+    assert sample(m, "volcano_jobflow_succeed_phase_count", jobflow_namespace="default") is None
