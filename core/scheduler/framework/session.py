@@ -134,17 +134,25 @@ class Session:
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
 
-    def chain(self, point: str) -> list[list[Callable[..., Any]]]:
-        """Enabled callbacks of ``point``, grouped by tier, in configuration order."""
-        cached = self._chains.get(point)
+    def chain(
+        self, point: str, without: frozenset[str] = frozenset()
+    ) -> list[list[Callable[..., Any]]]:
+        """Enabled callbacks of ``point``, grouped by tier, in configuration order; the
+        plugins named in ``without`` left out (only the full chain is cached)."""
+        cached = self._chains.get(point) if not without else None
         if cached is not None:
             return cached
         registered = self._callbacks.get(point, {})
         tiers = []
         for tier in self.tiers:
-            fns = [registered[o.name] for o in tier if o.name in registered and o.enabled(point)]
+            fns = [
+                registered[o.name]
+                for o in tier
+                if o.name in registered and o.enabled(point) and o.name not in without
+            ]
             tiers.append(fns)
-        self._chains[point] = tiers
+        if not without:
+            self._chains[point] = tiers
         return tiers
 
     def enabled(self, point: str, plugin: str) -> bool:
@@ -354,7 +362,20 @@ class Session:
         """Which of ``candidates`` the plugins let ``reclaimer`` take back across queues."""
         return self._victims("reclaimable", reclaimer, candidates)
 
-    def _victims(self, point: str, evictor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+    def victims_without(
+        self, point: str, evictor: TaskInfo, candidates: list[TaskInfo], without: frozenset[str]
+    ) -> list[TaskInfo]:
+        """The verdict of ``point`` (``preemptable``/``reclaimable``) with the plugins named in
+        ``without`` not voting: the gang-aware actions decide gang minima themselves."""
+        return self._victims(point, evictor, candidates, without)
+
+    def _victims(
+        self,
+        point: str,
+        evictor: TaskInfo,
+        candidates: list[TaskInfo],
+        without: frozenset[str] = frozenset(),
+    ) -> list[TaskInfo]:
         """Volcano's victim combination (reference §3.3): within a tier the plugins that vote
         intersect their answers and one empty answer leaves the tier with none; the first tier
         left with victims decides; abstaining plugins are skipped.
@@ -365,7 +386,7 @@ class Session:
         """
         if not candidates:
             return []
-        for tier in self.chain(point):
+        for tier in self.chain(point, without):
             victims: list[TaskInfo] | None = None
             for fn in tier:
                 chosen, vote = fn(evictor, candidates)

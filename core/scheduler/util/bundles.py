@@ -57,7 +57,7 @@ from stromboli.core.scheduler.api.status import (
 from stromboli.core.scheduler.framework.arguments import ArgumentError
 from stromboli.core.scheduler.framework.filters import FitErrors
 from stromboli.core.scheduler.framework.plugin import Action
-from stromboli.core.scheduler.framework.session import ABSTAIN, Session
+from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.framework.statement import Statement
 from stromboli.core.scheduler.util.placement import place, requested_columns
 from stromboli.core.scheduler.util.queues import PriorityQueue
@@ -268,32 +268,7 @@ def evictable(
     combined as ``Session`` combines it (first tier with victims decides; within a tier the
     voters intersect and one empty answer leaves the tier with none), the bundle-aware plugins
     left out."""
-    if not candidates:
-        return []
-    registered = ssn._callbacks.get(point, {})
-    for tier in ssn.tiers:
-        victims: list[TaskInfo] | None = None
-        for option in tier:
-            fn = registered.get(option.name)
-            if fn is None or not option.enabled(point) or option.name in BUNDLE_AWARE_PLUGINS:
-                continue
-            chosen, vote = fn(evictor, candidates)
-            if vote == ABSTAIN:
-                continue
-            if not chosen:
-                victims = None
-                break
-            if victims is None:
-                victims = list(chosen)
-                continue
-            keep = {task.uid for task in chosen}
-            victims = [task for task in victims if task.uid in keep]
-            if not victims:
-                victims = None
-                break
-        if victims:
-            return victims
-    return []
+    return ssn.victims_without(point, evictor, candidates, BUNDLE_AWARE_PLUGINS)
 
 
 def approve(ssn: Session, bundles: list[Bundle], allowed: set[str]) -> list[Bundle]:
