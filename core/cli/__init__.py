@@ -10,6 +10,7 @@ from stromboli.core.cli.explain import explain_command
 from stromboli.core.cli.scheduler import scheduler
 from stromboli.core.cli.simulate import simulate
 from stromboli.core.cli.vcctl import job, jobflow, jobtemplate, queue
+from stromboli.core.cli.webhook import webhook_manager
 from stromboli.core.runtime import tune_gc
 
 
@@ -26,6 +27,7 @@ main.add_command(simulate)
 main.add_command(explain_command)
 main.add_command(scheduler)
 main.add_command(controller)
+main.add_command(webhook_manager)
 main.add_command(job)
 main.add_command(queue)
 main.add_command(jobflow)

@@ -1,0 +1,147 @@
+"""``stromboli webhook-manager``: serve Volcano's admission webhooks (vc-webhook-manager).
+
+Flags keep vc-webhook-manager's names and defaults, so its Deployment's arguments carry over;
+Go-style boolean flags accept ``--enable-healthz`` as well as ``--enable-healthz=false``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import click
+
+from stromboli.core.api import constants as k
+from stromboli.core.cli.process import (
+    go_bool,
+    kube_options,
+    kube_store_factory,
+    serve,
+    setup_logging,
+)
+from stromboli.webhooks.rules.queue import DEFAULT_MAX_QUEUE_DEPTH
+from stromboli.webhooks.server import WebhookOptions, WebhookServer
+from stromboli.webhooks.services import (
+    DEFAULT_ENABLED_ADMISSION,
+    AdmissionOptions,
+    enabled_services,
+)
+from stromboli.webhooks.tls import load_files
+
+
+def _go_flag(name: str, default: str, help: str):  # type: ignore[no-untyped-def]
+    return click.option(
+        name, is_flag=False, flag_value="true", default=default, show_default=True, help=help
+    )
+
+
+@click.command("webhook-manager")
+@kube_options
+@click.option("--listen-address", default="", help="Address to listen on (all when empty).")
+@click.option("--port", default=8443, show_default=True, help="HTTPS port of the webhooks.")
+@click.option(
+    "--tls-cert-file",
+    type=click.Path(dir_okay=False, exists=True),
+    help="Serving certificate (PEM, chain allowed); a self-signed one is made when omitted.",
+)
+@click.option(
+    "--tls-private-key-file",
+    type=click.Path(dir_okay=False, exists=True),
+    help="Key of --tls-cert-file.",
+)
+@click.option(
+    "--ca-cert-file",
+    type=click.Path(dir_okay=False, exists=True),
+    help="CA that signed --tls-cert-file, put in the webhook configurations' caBundle.",
+)
+@click.option("--webhook-namespace", default="", help="Namespace of the webhook's Service.")
+@click.option("--webhook-service-name", default="", help="Name of the webhook's Service.")
+@click.option(
+    "--webhook-url",
+    default="",
+    help="Base URL the API server calls instead of the Service (paths are appended).",
+)
+@click.option(
+    "--enabled-admission",
+    default=DEFAULT_ENABLED_ADMISSION,
+    show_default=True,
+    help="Comma-separated webhook paths to serve and register.",
+)
+@click.option(
+    "--scheduler-name",
+    "scheduler_names",
+    multiple=True,
+    default=(k.DEFAULT_SCHEDULER_NAME,),
+    show_default=True,
+    help="Admit pods of these schedulers; the first is the default of vcjobs (repeatable).",
+)
+@_go_flag("--enable-healthz", "false", "Serve /healthz on --healthz-address.")
+@click.option("--healthz-address", default=":11251", show_default=True, help="Address of /healthz.")
+@_go_flag(
+    "--enable-queue-allocated-pods-check",
+    "false",
+    "Refuse deleting a queue that still has allocated pods.",
+)
+@click.option(
+    "--max-queue-depth",
+    default=DEFAULT_MAX_QUEUE_DEPTH,
+    show_default=True,
+    help="Deepest allowed queue hierarchy.",
+)
+@_go_flag(
+    "--enable-root-queue-protection",
+    "true",
+    "Refuse changing the root queue's capability, deserved and guarantee.",
+)
+def webhook_manager(
+    kubeconfig: str | None,
+    master: str | None,
+    kube_api_qps: float,
+    kube_api_burst: int,
+    verbosity: int,
+    listen_address: str,
+    port: int,
+    tls_cert_file: str | None,
+    tls_private_key_file: str | None,
+    ca_cert_file: str | None,
+    webhook_namespace: str,
+    webhook_service_name: str,
+    webhook_url: str,
+    enabled_admission: str,
+    scheduler_names: tuple[str, ...],
+    enable_healthz: str,
+    healthz_address: str,
+    enable_queue_allocated_pods_check: str,
+    max_queue_depth: int,
+    enable_root_queue_protection: str,
+) -> None:
+    """Validate and default Volcano objects (vcjobs, queues, PodGroups, pods) on admission."""
+    setup_logging(verbosity)
+    if bool(tls_cert_file) != bool(tls_private_key_file):
+        raise click.UsageError("--tls-cert-file and --tls-private-key-file go together")
+    try:
+        enabled_services(enabled_admission)
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="--enabled-admission") from None
+    options = WebhookOptions(
+        listen_address=listen_address,
+        port=port,
+        enabled_admission=enabled_admission,
+        webhook_namespace=webhook_namespace,
+        webhook_service_name=webhook_service_name,
+        webhook_url=webhook_url,
+        enable_healthz=go_bool(enable_healthz),
+        healthz_address=healthz_address,
+        admission=AdmissionOptions(
+            scheduler_names=tuple(scheduler_names),
+            max_queue_depth=max_queue_depth,
+            enable_queue_allocated_pods_check=go_bool(enable_queue_allocated_pods_check),
+            enable_root_queue_protection=go_bool(enable_root_queue_protection),
+        ),
+    )
+    certificate = (
+        load_files(tls_cert_file, tls_private_key_file, ca_cert_file)
+        if tls_cert_file and tls_private_key_file
+        else None
+    )
+    factory = kube_store_factory(kubeconfig, master, kube_api_qps, kube_api_burst)
+    asyncio.run(serve(factory, lambda store: WebhookServer(store, options, certificate)))

@@ -1,0 +1,296 @@
+"""Volcano's admission services (reference §6): one per path, each a rule from
+:mod:`stromboli.webhooks.rules` bound to the resource and operations it admits.
+
+A service turns an :class:`~stromboli.webhooks.review.AdmissionRequest` into a
+:class:`~stromboli.webhooks.review.Verdict`: mutating services answer with the JSON patch from
+the object the API server sent to the one the rule returns, validating services with the rule's
+reasons joined as Volcano joins them. Rules that need the cluster (queues for jobs, PodGroups
+and queues, the namespace for PodGroups) read it through :class:`ClusterView`, one request to
+the store per admission: simple, always current, and cheap at admission rates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from stromboli.core.api import constants as k
+from stromboli.core.cluster.errors import NotFoundError
+from stromboli.core.cluster.store import ClusterStore, Obj
+from stromboli.webhooks.jsonpatch import json_diff
+from stromboli.webhooks.review import AdmissionRequest, Verdict
+from stromboli.webhooks.rules.job import admission_message, validate_job_create, validate_job_update
+from stromboli.webhooks.rules.mutate import mutate_job, mutate_podgroup, mutate_queue
+from stromboli.webhooks.rules.pod import validate_pod_create
+from stromboli.webhooks.rules.podgroup import validate_podgroup_create
+from stromboli.webhooks.rules.queue import (
+    DEFAULT_MAX_QUEUE_DEPTH,
+    validate_queue,
+    validate_queue_delete,
+)
+
+CREATE: Final = "CREATE"
+UPDATE: Final = "UPDATE"
+DELETE: Final = "DELETE"
+
+DEFAULT_ENABLED_ADMISSION: Final = (
+    "/jobs/mutate,/jobs/validate,/podgroups/mutate,/pods/validate,/pods/mutate,"
+    "/queues/mutate,/queues/validate"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionOptions:
+    """The webhook-manager flags the rules read."""
+
+    scheduler_names: tuple[str, ...] = (k.DEFAULT_SCHEDULER_NAME,)
+    max_queue_depth: int = DEFAULT_MAX_QUEUE_DEPTH
+    enable_queue_allocated_pods_check: bool = False
+    enable_root_queue_protection: bool = True
+
+
+class ClusterView:
+    """The cluster state the validating rules compare an object with, read from the store."""
+
+    def __init__(self, store: ClusterStore) -> None:
+        self.store = store
+
+    async def queues(self) -> dict[str, Obj]:
+        listed = await self.store.list(k.SCHEDULING_V1BETA1, "Queue")
+        return {q["metadata"]["name"]: q for q in listed.items}
+
+    async def queue(self, name: str) -> Obj | None:
+        try:
+            return await self.store.get(k.SCHEDULING_V1BETA1, "Queue", name)
+        except NotFoundError:
+            return None
+
+    async def namespace_annotations(self, namespace: str) -> dict[str, str]:
+        if not namespace:
+            return {}
+        try:
+            ns = await self.store.get(k.CORE_V1, "Namespace", namespace)
+        except NotFoundError:
+            return {}
+        return dict((ns.get("metadata") or {}).get("annotations") or {})
+
+
+Rule = Callable[[AdmissionRequest, ClusterView, AdmissionOptions], Awaitable[Verdict]]
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionService:
+    """One webhook: where it is served, what it admits, and the rule that answers."""
+
+    path: str
+    webhook_name: str
+    mutating: bool
+    group: str
+    version: str
+    resource: str
+    kind: str
+    operations: tuple[str, ...]
+    rule: Rule = field(repr=False)
+
+    @property
+    def configuration_name(self) -> str:
+        """Name of its Mutating/ValidatingWebhookConfiguration, as Volcano names it."""
+        return "volcano-admission-service" + self.path.replace("/", "-")
+
+    def mismatch(self, request: AdmissionRequest) -> str:
+        """Why ``request`` is not for this service ("" when it is)."""
+        if request.kind != self.kind or request.group != self.group:
+            group = f"{request.group}/" if request.group else ""
+            return (
+                f"{self.path} admits {self.group or 'core'} {self.kind} objects, "
+                f"got {group}{request.version} {request.kind or '(no kind)'}"
+            )
+        return ""
+
+
+def _refusal(errors: list[str]) -> Verdict:
+    return Verdict.deny(admission_message(errors)) if errors else Verdict.allow()
+
+
+def _mutation(request: AdmissionRequest, mutated: Mapping[str, Any]) -> Verdict:
+    return Verdict.allow(json_diff(request.object, dict(mutated)))
+
+
+def _needs_object(request: AdmissionRequest) -> dict[str, Any]:
+    if request.object is None:
+        raise MissingObjectError(f"a {request.operation} of {request.kind} must carry the object")
+    return request.object
+
+
+class MissingObjectError(ValueError):
+    """An AdmissionReview without the object its operation needs."""
+
+
+# --- rules ---------------------------------------------------------------------------------------
+
+
+async def _mutate_job(
+    request: AdmissionRequest, cluster: ClusterView, options: AdmissionOptions
+) -> Verdict:
+    job = _needs_object(request)
+    return _mutation(request, mutate_job(job, options.scheduler_names[0]))
+
+
+async def _validate_job(
+    request: AdmissionRequest, cluster: ClusterView, options: AdmissionOptions
+) -> Verdict:
+    job = _needs_object(request)
+    if request.operation == UPDATE and request.old_object is not None:
+        return _refusal(validate_job_update(request.old_object, job))
+    return _refusal(validate_job_create(job, await cluster.queues()))
+
+
+async def _mutate_podgroup(
+    request: AdmissionRequest, cluster: ClusterView, options: AdmissionOptions
+) -> Verdict:
+    podgroup = _needs_object(request)
+    namespace = request.namespace or (podgroup.get("metadata") or {}).get("namespace") or ""
+    annotations = await cluster.namespace_annotations(namespace)
+    return _mutation(request, mutate_podgroup(podgroup, annotations))
+
+
+async def _validate_podgroup(
+    request: AdmissionRequest, cluster: ClusterView, options: AdmissionOptions
+) -> Verdict:
+    podgroup = _needs_object(request)
+    name = str((podgroup.get("spec") or {}).get("queue") or "")
+    queue = await cluster.queue(name) if name else None
+    return _refusal(validate_podgroup_create(podgroup, {name: queue} if queue else {}))
+
+
+async def _mutate_pod(
+    request: AdmissionRequest, cluster: ClusterView, options: AdmissionOptions
+) -> Verdict:
+    """Volcano's pod mutation only applies resource groups from ``--admission-conf`` (and a
+    feature-gated scheduling gate); with neither configured it changes nothing."""
+    _needs_object(request)
+    return Verdict.allow()
+
+
+async def _validate_pod(
+    request: AdmissionRequest, cluster: ClusterView, options: AdmissionOptions
+) -> Verdict:
+    return _refusal(validate_pod_create(_needs_object(request), options.scheduler_names))
+
+
+async def _mutate_queue(
+    request: AdmissionRequest, cluster: ClusterView, options: AdmissionOptions
+) -> Verdict:
+    return _mutation(request, mutate_queue(_needs_object(request)))
+
+
+async def _validate_queue(
+    request: AdmissionRequest, cluster: ClusterView, options: AdmissionOptions
+) -> Verdict:
+    queues = await cluster.queues()
+    if request.operation == DELETE:
+        name = request.name or ((request.old_object or {}).get("metadata") or {}).get("name", "")
+        return _refusal(
+            validate_queue_delete(
+                name,
+                queues,
+                enable_allocated_pods_check=options.enable_queue_allocated_pods_check,
+            )
+        )
+    old = request.old_object if request.operation == UPDATE else None
+    return _refusal(
+        validate_queue(
+            _needs_object(request),
+            queues,
+            old,
+            max_queue_depth=options.max_queue_depth,
+            enable_root_queue_protection=options.enable_root_queue_protection,
+        )
+    )
+
+
+def _service(
+    path: str, name: str, group_version: str, kind: str, operations: tuple[str, ...], rule: Rule
+) -> AdmissionService:
+    group, _, version = group_version.rpartition("/")
+    return AdmissionService(
+        path=path,
+        webhook_name=name,
+        mutating=path.endswith("/mutate"),
+        group=group,
+        version=version,
+        resource=path.split("/")[1],
+        kind=kind,
+        operations=operations,
+        rule=rule,
+    )
+
+
+_SCHED = k.SCHEDULING_V1BETA1
+SERVICES: Final[dict[str, AdmissionService]] = {
+    s.path: s
+    for s in (
+        _service(
+            "/jobs/mutate", "mutatejob.volcano.sh", k.BATCH_V1ALPHA1, "Job", (CREATE,), _mutate_job
+        ),
+        _service(
+            "/jobs/validate",
+            "validatejob.volcano.sh",
+            k.BATCH_V1ALPHA1,
+            "Job",
+            (CREATE, UPDATE),
+            _validate_job,
+        ),
+        _service(
+            "/podgroups/mutate",
+            "mutatepodgroup.volcano.sh",
+            _SCHED,
+            "PodGroup",
+            (CREATE,),
+            _mutate_podgroup,
+        ),
+        _service(
+            "/podgroups/validate",
+            "validatepodgroup.volcano.sh",
+            _SCHED,
+            "PodGroup",
+            (CREATE,),
+            _validate_podgroup,
+        ),
+        _service("/pods/mutate", "mutatepod.volcano.sh", k.CORE_V1, "Pod", (CREATE,), _mutate_pod),
+        _service(
+            "/pods/validate", "validatepod.volcano.sh", k.CORE_V1, "Pod", (CREATE,), _validate_pod
+        ),
+        _service(
+            "/queues/mutate", "mutatequeue.volcano.sh", _SCHED, "Queue", (CREATE,), _mutate_queue
+        ),
+        _service(
+            "/queues/validate",
+            "validatequeue.volcano.sh",
+            _SCHED,
+            "Queue",
+            (CREATE, UPDATE, DELETE),
+            _validate_queue,
+        ),
+    )
+}
+"""Every service this server can run, by path."""
+
+
+def enabled_services(enabled_admission: str) -> list[AdmissionService]:
+    """The services ``--enabled-admission`` names (comma-separated paths), in its order."""
+    chosen: list[AdmissionService] = []
+    for raw in enabled_admission.split(","):
+        path = raw.strip()
+        if not path:
+            continue
+        service = SERVICES.get(path)
+        if service is None:
+            raise ValueError(
+                f"--enabled-admission: {path!r} is not an admission this server serves; "
+                f"known: {', '.join(SERVICES)}"
+            )
+        if service not in chosen:
+            chosen.append(service)
+    return chosen
