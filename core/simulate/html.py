@@ -239,9 +239,10 @@ def charts(timeline: Sequence[Sample]) -> str:
             held = [(s.time, s.queues.get(name, (0.0, 0.0))[0]) for s in timeline]
             deserved = [(s.time, s.queues.get(name, (0.0, 0.0))[1]) for s in timeline]
             shares.append(Series(f"queue:{name}:held", f"{name} held", color, held))
-            shares.append(
-                Series(f"queue:{name}:deserved", f"{name} deserved", color, deserved, True)
-            )
+            if not any(math.isnan(v) for _, v in deserved):
+                shares.append(
+                    Series(f"queue:{name}:deserved", f"{name} deserved", color, deserved, True)
+                )
         top = max(1.0, max(v for line in shares for _, v in line.points))
         chart = svg_chart(shares, t0, t1, top, format_percent, 0.25, "Queue shares over time")
         out.append(

@@ -529,6 +529,9 @@ def format_elapsed(seconds: float) -> str:
 
 
 def format_percent(fraction: float) -> str:
+    """``37%``; ``–`` for NaN (a deserved share that no plugin computes)."""
+    if math.isnan(fraction):
+        return "–"
     return f"{fraction * 100:.0f}%"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from stromboli.core.scheduler.api.resource import CPU, MEMORY, Resource
@@ -17,7 +18,8 @@ class Sample:
     memory: float
     pending_pods: int
     running_pods: int
-    #: Queue name → (share of the cluster's dominant resource it holds, share it deserves).
+    #: Queue name → (share of the cluster's dominant resource it holds, share it deserves;
+    #: NaN when no queue plugin of the configuration computes a deserved share, e.g. drf).
     queues: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
@@ -54,6 +56,13 @@ def sample(now: float, scheduler: Scheduler) -> Sample:
             deserved = figures.get("deserved")
             if isinstance(allocated, Resource) and isinstance(deserved, Resource):
                 queues[name] = (_dominant(allocated, cluster), _dominant(deserved, cluster))
+        # Queues no plugin reported on (no proportion or capacity): what their jobs hold.
+        held: dict[str, Resource] = {}
+        for job in session.jobs.values():
+            if job.queue not in queues:
+                held.setdefault(job.queue, Resource()).add(job.allocated)
+        for name, allocated in held.items():
+            queues[name] = (_dominant(allocated, cluster), math.nan)
     return Sample(
         time=now,
         cpu=_fraction(float(used[0]), float(total[0])) if total is not None else 0.0,

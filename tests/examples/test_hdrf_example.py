@@ -61,3 +61,22 @@ def test_default_configuration_ignores_the_hierarchy() -> None:
     # other three queues and the departments play no part.
     bound = bound_per_job(simulate())
     assert bound == {"dev-train": 5, "prod-serve": 5, "nlp-sweep": 5, "vision-notebook": 1}
+
+
+def test_report_shows_the_shares_held_and_no_deserved_share() -> None:
+    # hdrf computes no deserved amount: the report gives what each queue holds and "–".
+    result = CliRunner().invoke(
+        main,
+        ["simulate", str(SCENARIO), "--scheduler-conf", str(CONF), "--no-progress"],
+        env={"COLUMNS": "200"},
+    )
+    assert result.exit_code == 0, result.output
+    rows = {
+        line.split()[0]: line.split()
+        for line in result.output.splitlines()
+        if line.strip().startswith(("eng-", "research-"))
+    }
+    # 16 cpu: dev and prod hold 6 each (38%), nlp 3 (19%), vision 1 (6%).
+    assert rows["eng-dev"][-6:] == ["38%", "/", "–", "38%", "/", "–"]
+    assert rows["research-nlp"][-6:] == ["19%", "/", "–", "19%", "/", "–"]
+    assert rows["research-vision"][-6:] == ["6%", "/", "–", "6%", "/", "–"]
