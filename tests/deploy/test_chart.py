@@ -8,6 +8,7 @@ Helm's template engine, Sprig functions and values-schema validation, not an imi
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,11 +17,13 @@ import helm_python as helm
 import pytest
 import yaml
 
+from stromboli.core.cli.webhook import webhook_manager
 from stromboli.core.scheduler.conf import parse_config
+from stromboli.webhooks.services import DEFAULT_ENABLED_ADMISSION, SERVICES
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 CHART = DEPLOY / "helm" / "stromboli"
-PLAIN = ("rbac.yaml", "scheduler.yaml", "controller.yaml")
+PLAIN = ("rbac.yaml", "scheduler.yaml", "controller.yaml", "webhook.yaml")
 HELM_ONLY_LABELS = ("helm.sh/chart", "app.kubernetes.io/managed-by")
 
 Key = tuple[str, str | None, str]
@@ -88,8 +91,8 @@ def test_helm_lint_finds_nothing_to_fix() -> None:
 
 
 def test_default_render_is_the_plain_manifests() -> None:
-    """`helm template` with the default values gives exactly deploy/{rbac,scheduler,controller}
-    .yaml, apart from the two labels Helm conventionally adds."""
+    """`helm template` with the default values gives exactly deploy/{rbac,scheduler,controller,
+    webhook}.yaml, apart from the two labels Helm conventionally adds."""
     rendered = {key: without_helm_labels(obj) for key, obj in render().items()}
     plain = plain_objects()
     assert sorted(rendered) == sorted(plain)
@@ -203,6 +206,90 @@ def test_switches_turn_objects_off() -> None:
     assert {kind for kind, _, _ in no_rbac} == {"ConfigMap", "Deployment", "Service"}
 
 
+def test_default_webhook_args_are_webhook_manager_flags() -> None:
+    """Every flag the chart passes is one `stromboli webhook-manager` takes, and the default
+    admission paths are the server's own default."""
+    known = {opt for param in webhook_manager.params for opt in param.opts}
+    args = args_of(render(), "stromboli-webhook")
+    assert args[0] == "webhook-manager"
+    rendered = dict(flags(args))
+    assert set(rendered) <= known
+    assert rendered["--enabled-admission"] == DEFAULT_ENABLED_ADMISSION
+
+
+def test_values_schema_knows_every_admission_path() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    paths = schema["properties"]["webhook"]["properties"]["enabledAdmission"]["items"]["enum"]
+    assert sorted(paths) == sorted(SERVICES)
+
+
+def test_webhook_values_reach_the_manifests() -> None:
+    objects = render(
+        {
+            "schedulerNames": ["volcano", "batch"],
+            "webhook": {
+                "replicas": 2,
+                "port": 9443,
+                "serviceName": "batch-admission",
+                "enabledAdmission": ["/jobs/validate", "/queues/validate"],
+                "kubeAPI": {"qps": 20, "burst": 40},
+                "tls": {"secretName": "batch-admission-tls"},
+                "extraArgs": ["--max-queue-depth=3"],
+                "nodeSelector": {"pool": "system"},
+            },
+        },
+        name="batch",
+        namespace="ops",
+    )
+    deployment = objects[("Deployment", "ops", "batch-webhook")]
+    assert deployment["spec"]["replicas"] == 2
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "batch-webhook"
+    assert pod["nodeSelector"] == {"pool": "system"}
+    assert {"name": "tls", "secret": {"secretName": "batch-admission-tls"}} in pod["volumes"]
+    main = container(objects, "batch-webhook", "ops")
+    assert main["ports"][0] == {"name": "https", "containerPort": 9443, "protocol": "TCP"}
+    mount = next(m for m in main["volumeMounts"] if m["name"] == "tls")
+    assert mount["readOnly"] is True
+    webhook_flags = list(flags(main["args"]))
+    for expected in [
+        ("--port", "9443"),
+        ("--webhook-namespace", "ops"),
+        ("--webhook-service-name", "batch-admission"),
+        ("--enabled-admission", "/jobs/validate,/queues/validate"),
+        ("--scheduler-name", "volcano"),
+        ("--scheduler-name", "batch"),
+        ("--tls-cert-file", f"{mount['mountPath']}/tls.crt"),
+        ("--tls-private-key-file", f"{mount['mountPath']}/tls.key"),
+        ("--ca-cert-file", f"{mount['mountPath']}/ca.crt"),
+        ("--kube-api-qps", "20"),
+        ("--kube-api-burst", "40"),
+        ("--max-queue-depth", "3"),
+    ]:
+        assert expected in webhook_flags
+    # The configurations the server writes point at this Service, port 443.
+    service = objects[("Service", "ops", "batch-admission")]
+    assert service["spec"]["ports"][0]["port"] == 443
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    binding = objects[("ClusterRoleBinding", None, "batch-webhook")]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "batch-webhook", "namespace": "ops"}
+    ]
+
+
+def test_webhook_switch_removes_only_the_webhook() -> None:
+    everything = render()
+    objects = render({"webhook": {"enabled": False}})
+    webhook = {
+        key
+        for key, obj in everything.items()
+        if obj["metadata"]["labels"]["app.kubernetes.io/component"] == "webhook"
+    }
+    assert len(webhook) == 5
+    assert sorted(objects) == sorted(set(everything) - webhook)
+    assert ("Service", "volcano-system", "volcano-admission-service") not in objects
+
+
 @pytest.mark.parametrize(
     "values",
     [
@@ -210,6 +297,10 @@ def test_switches_turn_objects_off() -> None:
         {"schedulerNames": []},
         {"scheduler": {"schedulePeriod": "soon"}},
         {"image": {"pullPolicy": "Sometimes"}},
+        {"webhook": {"enabledAdmission": ["/jobs/admit"]}},
+        {"webhook": {"enabledAdmission": []}},
+        # Several replicas would each generate their own certificate.
+        {"webhook": {"replicas": 2}},
     ],
 )
 def test_values_schema_rejects_nonsense(values: dict) -> None:
