@@ -11,16 +11,12 @@ configurations it registers, so nothing else needs to know it.
 from __future__ import annotations
 
 import datetime as dt
-import ipaddress
 import ssl
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from stromboli.core.pki import CertificateAuthority
 
 VALIDITY = dt.timedelta(days=3650)
 """Generated certificates live as long as the process that made them, which is usually less
@@ -63,81 +59,12 @@ def service_hosts(service: str, namespace: str) -> list[str]:
     return hosts
 
 
-def _name(common_name: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-
-
-def _key_usage(*, sign_certificates: bool) -> x509.KeyUsage:
-    return x509.KeyUsage(
-        digital_signature=True,
-        content_commitment=False,
-        key_encipherment=False,
-        data_encipherment=False,
-        key_agreement=False,
-        key_cert_sign=sign_certificates,
-        crl_sign=sign_certificates,
-        encipher_only=False,
-        decipher_only=False,
-    )
-
-
-def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-
-
 def self_signed(hosts: list[str], common_name: str = "stromboli-webhook") -> ServingCertificate:
     """A new CA and a serving certificate signed by it, valid for ``hosts`` (DNS names or IP
-    addresses). ECDSA P-256: quick to make, accepted by Go's TLS stack."""
-    now = dt.datetime.now(dt.UTC)
-    start = now - dt.timedelta(hours=1)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = _name(f"{common_name}-ca")
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(start)
-        .not_valid_after(now + VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(_key_usage(sign_certificates=True), critical=True)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    names: list[x509.GeneralName] = []
-    for host in hosts:
-        try:
-            names.append(x509.IPAddress(ipaddress.ip_address(host)))
-        except ValueError:
-            names.append(x509.DNSName(host))
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name(hosts[0] if hosts else common_name))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(start)
-        .not_valid_after(now + VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(_key_usage(sign_certificates=False), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), False)
-        .add_extension(x509.SubjectAlternativeName(names), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    return ServingCertificate(
-        cert.public_bytes(serialization.Encoding.PEM),
-        _pem_key(key),
-        ca.public_bytes(serialization.Encoding.PEM),
-    )
+    addresses)."""
+    ca = CertificateAuthority(f"{common_name}-ca", validity=VALIDITY)
+    pair = ca.issue_serving(hosts[0] if hosts else common_name, hosts)
+    return ServingCertificate(pair.cert_pem, pair.key_pem, ca.cert_pem)
 
 
 def load_files(cert_file: str, key_file: str, ca_file: str | None) -> ServingCertificate:

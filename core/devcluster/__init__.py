@@ -1,6 +1,8 @@
 """A throw-away Kubernetes control plane (etcd, kube-apiserver, kwok, kube-scheduler) for
 tests and benchmarks; see :class:`ControlPlane` and ``hack/build-control-plane.sh``."""
 
+from stromboli.core.pki import CertificateAuthority, KeyPair
+
 from .build import BIN_ENV, Binaries, BuildError, build_control_plane
 from .client import KubeAPIError, KubeHTTP, load_manifests
 from .controlplane import (
@@ -11,7 +13,6 @@ from .controlplane import (
     free_port,
     node_is_ready,
 )
-from .pki import CertificateAuthority, KeyPair
 from .stages import EXIT_CODE_ANNOTATION, FAIL_AFTER_ANNOTATION, SUCCEED_AFTER_ANNOTATION
 
 __all__ = [

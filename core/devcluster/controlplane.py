@@ -46,9 +46,10 @@ from typing import Any
 
 import yaml
 
+from stromboli.core.pki import CertificateAuthority, KeyPair, write_service_account_keys
+
 from .build import Binaries, build_control_plane
 from .client import KubeAPIError, KubeHTTP, ManifestSource, Obj
-from .pki import CertificateAuthority, KeyPair, write_service_account_keys
 from .stages import KWOK_STAGES_YAML
 
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"

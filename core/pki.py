@@ -1,9 +1,9 @@
-"""Certificates for the test control plane: one CA, serving certs, client certs, SA keys.
+"""Throw-away certificate authorities: serving, client and peer certificates, SA keys.
 
-Everything is ECDSA P-256 (fast to generate, accepted by etcd, kube-apiserver and Go's TLS
-stack). Files are written PEM-encoded with 0600 keys. The same :class:`CertificateAuthority`
-can issue serving certificates for other loopback servers (e.g. our admission webhook), so a
-test can put ``ca.cert_pem`` in a ``caBundle``.
+The test control plane gets its CA, serving, client and service-account keys here, and the
+admission webhook its self-made CA and serving certificate. Everything is ECDSA P-256 (fast to
+generate, accepted by etcd, kube-apiserver and Go's TLS stack). Files are written PEM-encoded
+with 0600 keys.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-_VALIDITY = _dt.timedelta(days=30)
+DEFAULT_VALIDITY = _dt.timedelta(days=30)
 _BACKDATE = _dt.timedelta(hours=1)
 
 
@@ -61,7 +61,13 @@ class KeyPair:
 class CertificateAuthority:
     """A throw-away CA that signs serving and client certificates."""
 
-    def __init__(self, common_name: str = "stromboli-devcluster-ca") -> None:
+    def __init__(
+        self,
+        common_name: str = "stromboli-devcluster-ca",
+        validity: _dt.timedelta = DEFAULT_VALIDITY,
+    ) -> None:
+        """``validity``: how long the CA and every certificate it issues stay valid."""
+        self._validity = validity
         self._key = _new_key()
         now = _dt.datetime.now(_dt.UTC)
         name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
@@ -72,7 +78,7 @@ class CertificateAuthority:
             .public_key(self._key.public_key())
             .serial_number(x509.random_serial_number())
             .not_valid_before(now - _BACKDATE)
-            .not_valid_after(now + _VALIDITY)
+            .not_valid_after(now + validity)
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
             .add_extension(
                 x509.KeyUsage(
@@ -130,7 +136,7 @@ class CertificateAuthority:
             .public_key(key.public_key())
             .serial_number(x509.random_serial_number())
             .not_valid_before(now - _BACKDATE)
-            .not_valid_after(now + _VALIDITY)
+            .not_valid_after(now + self._validity)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(
                 x509.KeyUsage(
