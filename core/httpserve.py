@@ -59,3 +59,21 @@ def healthz_app(healthy: Callable[[], tuple[bool, str]]) -> web.Application:
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", healthz)
     return app
+
+
+async def start_process_endpoints(
+    registry: CollectorRegistry,
+    listen_address: str,
+    healthy: Callable[[], tuple[bool, str]],
+    healthz_address: str,
+) -> list[Endpoint]:
+    """A process's ``/metrics`` and ``/healthz`` listeners, started; an empty address leaves
+    that one out."""
+    endpoints = []
+    if listen_address:
+        endpoints.append(Endpoint(metrics_app(registry), listen_address))
+    if healthz_address:
+        endpoints.append(Endpoint(healthz_app(healthy), healthz_address))
+    for endpoint in endpoints:
+        await endpoint.start()
+    return endpoints

@@ -23,7 +23,7 @@ from stromboli.core.controller.enrol import PodEnroller
 from stromboli.core.controller.job.controller import JobController
 from stromboli.core.controller.jobflow import JobFlowController
 from stromboli.core.controller.metrics import ControllerMetrics
-from stromboli.core.httpserve import Endpoint, healthz_app, metrics_app
+from stromboli.core.httpserve import Endpoint, start_process_endpoints
 from stromboli.core.leaderelection import LeaderElector
 
 if TYPE_CHECKING:
@@ -96,14 +96,12 @@ class ControllerServer:
 
     async def run(self) -> None:
         """Serve until ``stop()``; returns early if a worker fails or the Lease is lost."""
-        if self.options.listen_address:
-            self.endpoints.append(
-                Endpoint(metrics_app(self.metrics.registry), self.options.listen_address)
-            )
-        if self.options.healthz_address:
-            self.endpoints.append(Endpoint(healthz_app(self.healthy), self.options.healthz_address))
-        for endpoint in self.endpoints:
-            await endpoint.start()
+        self.endpoints = await start_process_endpoints(
+            self.metrics.registry,
+            self.options.listen_address,
+            self.healthy,
+            self.options.healthz_address,
+        )
         workers: list[asyncio.Task] = []
         try:
             if self.elector is not None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from stromboli.core.api import constants as k
 from stromboli.core.clock import Clock, SystemClock
 from stromboli.core.cluster.store import ClusterStore
-from stromboli.core.httpserve import Endpoint, healthz_app, metrics_app
+from stromboli.core.httpserve import Endpoint, start_process_endpoints
 from stromboli.core.leaderelection import LeaderElector
 from stromboli.core.scheduler.conf import ConfigSource
 from stromboli.core.scheduler.metrics import SchedulerMetrics
@@ -85,14 +85,12 @@ class SchedulerServer:
         self.stopping.set()
 
     async def _serve_http(self) -> None:
-        if self.options.listen_address:
-            self.endpoints.append(
-                Endpoint(metrics_app(self.metrics.registry), self.options.listen_address)
-            )
-        if self.options.healthz_address:
-            self.endpoints.append(Endpoint(healthz_app(self.healthy), self.options.healthz_address))
-        for endpoint in self.endpoints:
-            await endpoint.start()
+        self.endpoints = await start_process_endpoints(
+            self.metrics.registry,
+            self.options.listen_address,
+            self.healthy,
+            self.options.healthz_address,
+        )
 
     async def run(self) -> None:
         """Serve until ``stop()``; raises ``LostLeadership`` if the Lease is taken away."""
