@@ -82,6 +82,14 @@ def merge_condition(
     conditions: list[dict], update: PodGroupConditionUpdate, transition_id: str, now: str
 ) -> list[dict]:
     """Replace the condition of the same type; a new status moves its transition time."""
+    fresh = {
+        "type": update.type,
+        "status": update.status,
+        "transitionID": transition_id,
+        "lastTransitionTime": now,
+        "reason": update.reason,
+        "message": update.message,
+    }
     merged: list[dict] = []
     replaced = False
     for existing in conditions:
@@ -94,29 +102,9 @@ def merge_condition(
             and existing.get("reason") == update.reason
             and existing.get("message", "") == update.message
         )
-        merged.append(
-            existing
-            if same
-            else {
-                "type": update.type,
-                "status": update.status,
-                "transitionID": transition_id,
-                "lastTransitionTime": now,
-                "reason": update.reason,
-                "message": update.message,
-            }
-        )
+        merged.append(existing if same else fresh)
     if not replaced:
-        merged.append(
-            {
-                "type": update.type,
-                "status": update.status,
-                "transitionID": transition_id,
-                "lastTransitionTime": now,
-                "reason": update.reason,
-                "message": update.message,
-            }
-        )
+        merged.append(fresh)
     return merged
 
 
