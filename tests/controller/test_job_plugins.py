@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives import serialization
+from hypothesis import given
+from hypothesis import strategies as st
 
 from stromboli.core.controller.job.plugins import (
     JOB_PLUGINS,
@@ -411,22 +413,62 @@ def test_ssh_mounts_secret_for_root() -> None:
     assert volume["name"] == "job1-ssh"
     assert volume["secret"]["secretName"] == "job1-ssh"
     assert volume["secret"]["defaultMode"] == 0o600
-    assert [i["path"] for i in volume["secret"]["items"]] == [
-        ".ssh/id_rsa",
-        ".ssh/id_rsa.pub",
-        ".ssh/authorized_keys",
-        ".ssh/config",
+    assert [(i["path"], i["mode"]) for i in volume["secret"]["items"]] == [
+        (".ssh/id_rsa", 0o600),
+        (".ssh/id_rsa.pub", 0o600),
+        (".ssh/authorized_keys", 0o600),
+        (".ssh/config", 0o600),
     ]
     assert main(p)["volumeMounts"] == [
         {"name": "job1-ssh", "mountPath": "/root/.ssh", "subPath": ".ssh"}
     ]
 
 
-def test_ssh_non_root_path_is_world_readable() -> None:
+def ssh_modes(path: str) -> dict[str, int]:
+    """File name -> mode of every file the ssh volume projects, ``defaultMode`` applied."""
+    plugin = SshPlugin([f"--ssh-key-file-path={path}"], MASTER_WORKER)
+    p = created(plugin, MASTER_WORKER, "worker", 0)
+    (volume,) = p["spec"]["volumes"]
+    secret = volume["secret"]
+    assert {i["key"] for i in secret["items"]} == {
+        "id_rsa",
+        "id_rsa.pub",
+        "authorized_keys",
+        "config",
+    }
+    return {
+        i["path"].rsplit("/", 1)[-1]: i.get("mode", secret["defaultMode"]) for i in secret["items"]
+    }
+
+
+def test_ssh_non_root_path_keeps_the_private_key_private() -> None:
+    """Public files are readable by the non-root user; the private key only by owner and,
+    through fsGroup, the pod's group (Volcano makes it 0644)."""
+    modes = ssh_modes("/home/user/.ssh")
+    assert modes == {
+        "id_rsa": 0o600,
+        "id_rsa.pub": 0o644,
+        "authorized_keys": 0o644,
+        "config": 0o644,
+    }
     plugin = SshPlugin(["--ssh-key-file-path=/home/user/.ssh"], MASTER_WORKER)
     p = created(plugin, MASTER_WORKER, "worker", 0)
-    assert p["spec"]["volumes"][0]["secret"]["defaultMode"] == 0o644
+    assert p["spec"]["volumes"][0]["secret"]["defaultMode"] == 0o600
     assert main(p)["volumeMounts"][0]["mountPath"] == "/home/user/.ssh"
+
+
+@given(
+    path=st.one_of(
+        st.just("/root/.ssh"),
+        st.text(alphabet="/abcdefgh._-", min_size=1, max_size=30),
+    )
+)
+def test_ssh_private_key_is_0600_and_nothing_is_writable_by_others(path: str) -> None:
+    modes = ssh_modes(path)
+    assert modes["id_rsa"] == 0o600
+    for name, mode in modes.items():
+        assert mode & 0o022 == 0, f"{name} writable by group or others: {mode:o}"
+        assert mode & 0o111 == 0, f"{name} executable: {mode:o}"
 
 
 def test_ssh_delete_list() -> None:

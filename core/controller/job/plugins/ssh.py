@@ -4,8 +4,15 @@ On job add a Secret ``<job>-ssh`` is made with a fresh 2048-bit RSA key pair (or
 ``--ssh-private-key`` / ``--ssh-public-key`` given), holding ``id_rsa``, ``id_rsa.pub``,
 ``authorized_keys`` (the public key) and an ssh ``config`` with ``StrictHostKeyChecking no``
 and a ``Host`` entry per pod of the job (``HostName <pod>.<job>``, ``Port`` = ``--ssh-port``).
-Every (init) container mounts it at ``--ssh-key-file-path`` (default ``/root/.ssh``), files mode
-0600, or 0644 when the path is not root's (a non-root user must be able to read them).
+Every (init) container mounts it at ``--ssh-key-file-path`` (default ``/root/.ssh``).
+
+The private key is always mode 0600: ssh refuses a key that others can read, and a key
+readable by every user of the container is no secret. Under root's path the other files are
+0600 too; elsewhere they are 0644, so that the non-root user the path belongs to can read the
+public key, ``authorized_keys`` and ``config`` of the root-owned volume. That user reads the
+private key through the pod's ``securityContext.fsGroup``, to which the kubelet gives group
+read access on the volume (ssh accepts a key that is not its user's own file). Volcano makes
+every file 0644 in that case, private key included; this is where Stromboli differs.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ CONFIG = "config"
 ROOT_SSH_PATH = "/root/.ssh"
 RELATIVE_PATH = ".ssh"
 KEY_BITS = 2048
+PRIVATE_KEY_MODE = 0o600
 ROOT_MODE = 0o600
 NON_ROOT_MODE = 0o644
 
@@ -109,14 +117,23 @@ class SshPlugin(JobPlugin):
 
     def on_pod_create(self, pod: Obj, task_name: str, index: int) -> None:
         path = self.options["ssh-key-file-path"]
-        mode = ROOT_MODE if path == ROOT_SSH_PATH else NON_ROOT_MODE
+        public_mode = ROOT_MODE if path == ROOT_SSH_PATH else NON_ROOT_MODE
         items = [
-            {"key": key, "path": f"{RELATIVE_PATH}/{key}"}
-            for key in (PRIVATE_KEY, PUBLIC_KEY, AUTHORIZED_KEYS, CONFIG)
+            {"key": PRIVATE_KEY, "path": f"{RELATIVE_PATH}/{PRIVATE_KEY}", "mode": PRIVATE_KEY_MODE}
         ]
+        items += [
+            {"key": key, "path": f"{RELATIVE_PATH}/{key}", "mode": public_mode}
+            for key in (PUBLIC_KEY, AUTHORIZED_KEYS, CONFIG)
+        ]
+        # defaultMode covers nothing listed; it is the private key's, so that a file added
+        # to the list without a mode is never readable by others.
         volume = {
             "name": self.secret_name,
-            "secret": {"secretName": self.secret_name, "items": items, "defaultMode": mode},
+            "secret": {
+                "secretName": self.secret_name,
+                "items": items,
+                "defaultMode": PRIVATE_KEY_MODE,
+            },
         }
         pod.setdefault("spec", {}).setdefault("volumes", []).append(volume)
         for container in containers(pod):
