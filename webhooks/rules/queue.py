@@ -285,6 +285,31 @@ def _allocated_pods(queue: Queue) -> int:
         return 0
 
 
+def parent_cycle(name: str, parent: str, queues: Mapping[str, Queue]) -> list[str]:
+    """The cycle met when following ``spec.parent`` up from queue ``name`` (whose parent is to
+    be ``parent``), as ``[a, b, a]``; empty when the chain ends at ``root``, a missing queue or
+    a parent that is not a name.
+
+    ``queues`` may hold the old version of ``name`` itself; the walk never reads it (the new
+    parent counts), so an update that closes a loop is seen. Each step visits a new name, so
+    the walk ends within ``len(queues) + 1`` steps even when the stored queues already hold a
+    cycle (written before this rule, or by a client that bypassed the webhook).
+    """
+    chain = [name]
+    position = {name: 0}
+    current: Any = parent
+    while isinstance(current, str) and current and current != k.ROOT_QUEUE:
+        if current in position:
+            return [*chain[position[current] :], current]
+        position[current] = len(chain)
+        chain.append(current)
+        above = queues.get(current)
+        if not isinstance(above, Mapping):
+            return []
+        current = _spec(above).get("parent") or ""
+    return []
+
+
 def parent_problems(
     queue: Queue, queues: Mapping[str, Queue], max_queue_depth: int = DEFAULT_MAX_QUEUE_DEPTH
 ) -> list[str]:
@@ -296,6 +321,10 @@ def parent_problems(
         return []
     if parent == name:
         return [f"queue {name} cannot use itself as parent"]
+    cycle = parent_cycle(name, parent, queues)
+    if cycle:
+        detail = "queue parents form a cycle: " + " -> ".join(cycle)
+        return [_invalid("spec.parent", parent, detail)]
     depth, current = 1, parent
     while current and current != k.ROOT_QUEUE:
         depth += 1
@@ -334,18 +363,28 @@ def _nearest_ancestor_capability(
     return None
 
 
-def _subtree_max_capability(
-    queue: Queue, name: str, queues: Mapping[str, Queue], seen: set[str] | None = None
-) -> float:
-    value = amounts(_spec(queue).get("capability")).get(name, 0.0)
-    if value > 0:
-        return value
-    seen = seen if seen is not None else set()
-    seen.add(_name(queue))
+def _subtree_max_capability(queue: Queue, name: str, queues: Mapping[str, Queue]) -> float:
+    """The queue's own capability of ``name`` if set, else the largest set in its subtree
+    (each branch stops at its first capped queue). Walked with a stack and a visited set, so a
+    deep or cyclic stored hierarchy neither overflows the stack nor loops."""
+    index: dict[str, list[str]] = {}
+    for child, other in queues.items():
+        parent = _spec(other).get("parent") or ""
+        if isinstance(parent, str) and parent != child:
+            index.setdefault(parent, []).append(child)
     best = 0.0
-    for child in children_of(_name(queue), queues):
-        if child not in seen:
-            best = max(best, _subtree_max_capability(queues[child], name, queues, seen))
+    seen: set[str] = set()
+    stack = [queue]
+    while stack:
+        current = stack.pop()
+        value = amounts(_spec(current).get("capability")).get(name, 0.0)
+        if value > 0:
+            if current is queue:
+                return value
+            best = max(best, value)
+            continue
+        seen.add(_name(current))
+        stack.extend(queues[c] for c in index.get(_name(current), ()) if c not in seen)
     return best
 
 
