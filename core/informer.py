@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 from stromboli.core.cluster.errors import GoneError
 from stromboli.core.cluster.store import ClusterStore, WatchStream
+from stromboli.core.quarantine import Quarantine
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +50,18 @@ def _version(obj: dict) -> int | None:
 
 class Informer:
     def __init__(
-        self, store: ClusterStore, kinds: Sequence[Kind], handler: Handler, *, fed: bool = False
+        self,
+        store: ClusterStore,
+        kinds: Sequence[Kind],
+        handler: Handler,
+        *,
+        fed: bool = False,
+        quarantine: Quarantine | None = None,
     ) -> None:
         self.store = store
+        #: Where objects the handler cannot read are set aside (the handler's owner publishes
+        #: them as events); without one they are logged and counted only.
+        self.quarantine = quarantine or Quarantine("informer")
         self.kinds = list(kinds)
         self.handler = handler
         self.fed = fed
@@ -97,8 +107,15 @@ class Informer:
                     del self._tombstones[next(iter(self._tombstones))]
         elif event_type != "BOOKMARK":
             self.known[kind][key] = obj
-        if event_type != "BOOKMARK":
+        if event_type == "BOOKMARK":
+            return
+        if event_type == "DELETED":
+            self.quarantine.forget(obj)
+        try:
             self.handler(kind, event_type, obj)
+        except Exception as err:  # crash-only: one unreadable object never stops the process
+            log.debug("handler failed on %s", kind[1], exc_info=True)
+            self.quarantine.reject(obj, err, kind[1])
 
     # --- fed from outside ----------------------------------------------------------------------
 

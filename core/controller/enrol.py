@@ -9,18 +9,29 @@ import logging
 from stromboli.core.cluster.store import ClusterStore
 from stromboli.core.controller.podgroup import enrol_pod, needs_podgroup
 from stromboli.core.informer import Informer
+from stromboli.core.quarantine import EventSink, Quarantine
 
 log = logging.getLogger(__name__)
 POD = ("v1", "Pod")
+COMPONENT = "vc-controller-manager"
 #: Pods enrolled at once; each enrolment is a PodGroup create and a pod patch.
 ENROL_CONCURRENCY = 32
 
 
 class PodEnroller:
-    def __init__(self, store: ClusterStore, scheduler_names: set[str]) -> None:
+    def __init__(
+        self,
+        store: ClusterStore,
+        scheduler_names: set[str],
+        events: EventSink | None = None,
+        quarantine: Quarantine | None = None,
+    ) -> None:
         self.store = store
         self.scheduler_names = scheduler_names
-        self.informer = Informer(store, [POD], self.seen)
+        #: Where pods that cannot be enrolled (an unreadable request) are reported.
+        self.events = events
+        self.quarantine = quarantine or Quarantine(COMPONENT)
+        self.informer = Informer(store, [POD], self.seen, quarantine=self.quarantine)
         self._waiting: dict[str, dict] = {}
         self._wake = asyncio.Event()
 
@@ -41,9 +52,16 @@ class PodEnroller:
 
         async def one(pod: dict) -> bool:
             async with gate:
-                return await enrol_pod(self.store, pod) is not None
+                try:
+                    return await enrol_pod(self.store, pod) is not None
+                except ValueError as err:  # the pod cannot be read (a bad quantity): no group
+                    self.quarantine.reject(pod, err, "Pod")
+                    return False
 
-        return sum(await asyncio.gather(*(one(pod) for pod in pods)))
+        enrolled = sum(await asyncio.gather(*(one(pod) for pod in pods)))
+        if self.events is not None:
+            await self.quarantine.publish(self.events)
+        return enrolled
 
     async def run(self, own_watch: bool = True) -> None:
         """Enrol pods as they come; without ``own_watch`` events arrive through ``seen``."""

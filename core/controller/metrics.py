@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping
 
-from prometheus_client import CollectorRegistry, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from stromboli.core.promtypes import ExactCounter, exponential
 
@@ -36,6 +36,12 @@ class ControllerMetrics:
             )
             for phase in QUEUE_PODGROUP_PHASES
         }
+        self.invalid_objects = Counter(
+            "stromboli_invalid_objects_total",
+            "Object versions the controller could not read and set aside, by kind",
+            ["kind"],
+            registry=r,
+        )
         self.job_completed = ExactCounter(
             "volcano_job_completed_phase_count",
             "vcjobs that reached Completed",

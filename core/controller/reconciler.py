@@ -12,6 +12,7 @@ from stromboli.core.clock import Clock
 from stromboli.core.cluster.store import ClusterStore
 from stromboli.core.events import EventRecorder
 from stromboli.core.informer import Informer
+from stromboli.core.quarantine import Quarantine
 
 Key = tuple[str, str]
 JobMutator = Callable[[dict[str, Any]], dict[str, Any]]
@@ -55,7 +56,7 @@ class Reconciler:
         self.clock = clock
         self.recorder = recorder or EventRecorder(store, clock, component)
         self.mutate_job = mutate_job
-        self.informer = Informer(store, kinds, self._seen)
+        self.informer = Informer(store, kinds, self._seen, quarantine=Quarantine(component))
         self._dirty: dict[Key, None] = {}
         self._wake: asyncio.Event | None = None
         self._started = False
@@ -94,6 +95,7 @@ class Reconciler:
             if not self._dirty:
                 break
             await self._process()
+        await self.informer.quarantine.publish(self.recorder)
         return self.writes - before
 
     async def run(self) -> None:
@@ -106,6 +108,7 @@ class Reconciler:
             while True:
                 self._collect_due()
                 await self._process()
+                await self.informer.quarantine.publish(self.recorder)
                 timeout = WATCH_CHECK_SECONDS
                 wakeup = self.next_wakeup()
                 if wakeup is not None:

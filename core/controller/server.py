@@ -61,7 +61,14 @@ class ControllerServer:
         )
         self.cronjobs = CronJobController(store, self.clock)
         self.jobflows = JobFlowController(store, self.clock, metrics=self.metrics)
-        self.enroller = PodEnroller(store, set(options.scheduler_names))
+        self.enroller = PodEnroller(store, set(options.scheduler_names), events=self.jobs.recorder)
+        for quarantine in (
+            self.jobs.informer.quarantine,
+            self.cronjobs.informer.quarantine,
+            self.jobflows.informer.quarantine,
+            self.enroller.quarantine,
+        ):
+            quarantine.counter = self.metrics.invalid_objects
         # One pod watch for both: the job controller's informer hands pod events on.
         job_handler = self.jobs.informer.handler
 

@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass, field
 
 from stromboli.core.api import constants as k
+from stromboli.core.quarantine import Quarantine
 from stromboli.core.scheduler.api.build import node_info_from, task_info_from
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.node import NodeTable, is_counted_on_node
@@ -70,6 +71,8 @@ def job_id_of(pod: dict) -> str | None:
 class SchedulerCache:
     def __init__(self, scheduler_names: tuple[str, ...] = (k.DEFAULT_SCHEDULER_NAME,)) -> None:
         self.scheduler_names = set(scheduler_names)
+        #: Objects the cache could not read: reported, then left out of every snapshot.
+        self.quarantine = Quarantine(k.DEFAULT_SCHEDULER_NAME)
         self.nodes = NodeTable()
         self.pods: dict[str, PodRecord] = {}
         self.jobs: dict[str, JobEntry] = {}
@@ -89,7 +92,10 @@ class SchedulerCache:
     # -- event intake -------------------------------------------------------------------------
 
     def apply(self, kind: tuple[str, str], event_type: str, obj: dict) -> None:
-        """Fold one store event into the cache."""
+        """Fold one store event into the cache. An object that cannot be read raises after
+        its old version is gone from the cache (a node or queue no longer known, a pod no
+        longer a task), so that nothing is decided on what it was; the informer sets it
+        aside and the others go on."""
         deleted = event_type == "DELETED"
         if kind == POD:
             self._pod(obj, deleted)
@@ -166,11 +172,7 @@ class SchedulerCache:
         assigned = bool((pod.get("spec") or {}).get("nodeName"))
         if not ours and not assigned:
             return
-        try:
-            task = task_info_from(pod, job_id or "", old.task if old is not None else None)
-        except ValueError as err:
-            log.warning("ignoring pod %s/%s: %s", *_key(pod), err)
-            return
+        task = task_info_from(pod, job_id or "", old.task if old is not None else None)
         record = PodRecord(task, job_id)
         self.pods[uid] = record
         if job_id is not None:
@@ -211,7 +213,12 @@ class SchedulerCache:
                 self._orphans[name] = dict(tasks)
                 self.nodes.remove_node(name)
             return
-        info = node_info_from(node)
+        try:
+            info = node_info_from(node)
+        except Exception:
+            # Place nothing on a node whose capacity cannot be read; its pods wait as orphans.
+            self._node(node, deleted=True)
+            raise
         if name in self.nodes.position:
             self.nodes.replace_node(info)
             return
@@ -233,16 +240,33 @@ class SchedulerCache:
             return
         entry = self.jobs.setdefault(job_id, JobEntry())
         entry.podgroup = pg
-        entry.built = None
+        try:
+            # Built now rather than at the next snapshot, so an unreadable group is caught
+            # here, where it can be set aside, and never reaches a session.
+            entry.built = self.job_info(job_id, entry)
+        except Exception:
+            entry.podgroup = entry.built = None
+            raise
 
     def _queue(self, queue: dict, deleted: bool) -> None:
         name = queue["metadata"]["name"]
         if deleted:
             self.queues.pop(name, None)
             return
+        try:
+            info = self._queue_info(name, queue)
+        except Exception:
+            self.queues.pop(name, None)  # its jobs wait until the queue can be read again
+            raise
+        self.queues[name] = info
+
+    @staticmethod
+    def _queue_info(name: str, queue: dict) -> QueueInfo:
         spec = queue.get("spec") or {}
         status = queue.get("status") or {}
         meta = queue["metadata"]
+        if not isinstance(spec, dict) or not isinstance(status, dict):
+            raise TypeError("spec and status must be objects")
 
         def resources(field_name: str) -> Resource | None:
             value = spec.get(field_name)
@@ -250,10 +274,13 @@ class SchedulerCache:
                 value = (value or {}).get("resource")
             return Resource.from_list(value, f"spec.{field_name}") if value else None
 
-        self.queues[name] = QueueInfo(
+        weight = int(spec.get("weight") or 1)
+        if weight < 1:
+            raise ValueError(f"spec.weight: Invalid value: {weight}: must be a positive integer")
+        return QueueInfo(
             name=name,
             uid=meta.get("uid") or name,
-            weight=int(spec.get("weight") or 1),
+            weight=weight,
             priority=int(spec.get("priority") or 0),
             reclaimable=parse_bool(spec.get("reclaimable"), True),
             state=status.get("state") or "Open",

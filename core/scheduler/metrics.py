@@ -169,6 +169,12 @@ class SchedulerMetrics:
                 registry=r,
             )
         )
+        self.invalid_objects = Counter(
+            "stromboli_invalid_objects_total",
+            "Object versions the scheduler could not read and set aside, by kind",
+            ["kind"],
+            registry=r,
+        )
         self.attempts = Counter(
             "volcano_schedule_attempts_total",
             "Attempts to schedule pods, by result (scheduled: bound; unschedulable: no node "

@@ -108,7 +108,9 @@ class Scheduler:
         self.config = config
         self.default_queue = default_queue
         self.cache = SchedulerCache(scheduler_names)
-        self.informer = Informer(store, WATCHED_KINDS, self.cache.apply)
+        self.informer = Informer(
+            store, WATCHED_KINDS, self.cache.apply, quarantine=self.cache.quarantine
+        )
         recorder = EventRecorder(store, clock, k.DEFAULT_SCHEDULER_NAME)
         self.writer = StatusWriter(store, clock, recorder, bind_concurrency)
         self._actions: dict[str, Action] = {}
@@ -166,6 +168,7 @@ class Scheduler:
             ssn.jobs[task.job_id].update_status(task, TaskStatus.BOUND)
         changes = collect(ssn, format_time(now))
         await self.writer.write(changes)
+        await self.cache.quarantine.publish(self.writer.recorder)
         stats.write_seconds = time.perf_counter() - write_started
         stats.bind_attempts = len(ssn.outcome.binds)
         stats.bound = len(report.bound)

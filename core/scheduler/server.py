@@ -63,6 +63,7 @@ class SchedulerServer:
             options.default_queue,
             options.bind_concurrency,
         )
+        self.scheduler.cache.quarantine.counter = self.metrics.invalid_objects
         self.stopping = asyncio.Event()
         self.cycles = 0
         self._last_cycle = time.monotonic()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from stromboli.core.controller.podgroup import enrol_pod, needs_podgroup
 from stromboli.core.scheduler.api.status import TaskStatus
 from stromboli.core.scheduler.cache import SchedulerCache
@@ -248,7 +250,8 @@ def test_cache_node_removal_and_return() -> None:
 
 def test_cache_ignores_pods_with_bad_quantities() -> None:
     cache = SchedulerCache()
-    cache.apply(("v1", "Pod"), "ADDED", pod("bad", uid="b", cpu="lots", group="g"))
+    with pytest.raises(ValueError, match=r"spec\.containers\[0\]\.resources\.requests\.cpu"):
+        cache.apply(("v1", "Pod"), "ADDED", pod("bad", uid="b", cpu="lots", group="g"))
     assert cache.pods == {}
 
 

@@ -60,6 +60,7 @@ from stromboli.core.controller.job.status import JobStatus, PodCounts, go_durati
 from stromboli.core.controller.metrics import ControllerMetrics
 from stromboli.core.events import EventRecorder
 from stromboli.core.informer import Informer
+from stromboli.core.quarantine import Quarantine
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +181,7 @@ class JobController:
         )
         self.mutate_pod = mutate_pod
         self.max_requeue = max_requeue
-        self.informer = Informer(store, WATCHED, self._seen)
+        self.informer = Informer(store, WATCHED, self._seen, quarantine=Quarantine(COMPONENT))
         self.jobs: dict[JobKey, dict[str, Any]] = {}
         #: Pods of each job by name (the job's by its ``volcano.sh/job-name`` annotation).
         self.pods: dict[JobKey, dict[str, dict[str, Any]]] = {}
@@ -225,6 +226,7 @@ class JobController:
             if not (self._requests or self._commands or self.queues.requests):
                 break
             await self._process()
+        await self.informer.quarantine.publish(self.recorder)
         return self.writes + self.queues.writes - before
 
     def next_wakeup(self) -> float | None:
@@ -243,6 +245,7 @@ class JobController:
             while True:
                 await self._fire_timers()
                 await self._process()
+                await self.informer.quarantine.publish(self.recorder)
                 wakeup = self.next_wakeup()
                 timeout = None if wakeup is None else max(wakeup - self.clock.monotonic(), 0.0)
                 if not (self._requests or self._commands or self.queues.requests):
@@ -490,6 +493,9 @@ class JobController:
             await self._execute(request.job_key, resolution)
         except (SyncFailure, ApiError) as err:
             await self._retry_later(request, resolution, err)
+            return
+        except Exception as err:  # crash-only: a job we cannot process waits, the rest go on
+            self.informer.quarantine.reject(job, err, "Job")
             return
         self._attempts.pop(request, None)
         if resolution.action not in INTERNAL_ACTIONS:

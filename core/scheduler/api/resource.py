@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -40,14 +41,21 @@ def to_amount(name: str, value: Any, field: str = "") -> float:
             return _cached_amount(name, value)
         except QuantityError:
             pass  # re-parse below so the message names the field
-    quantity = parse_quantity(value, field or name)
-    return float(quantity * 1000) if name == CPU else float(quantity)
+    return _amount(name, parse_quantity(value, field or name), field or name, value)
 
 
 @functools.lru_cache(maxsize=4096)
 def _cached_amount(name: str, value: str) -> float:
     """Quantity texts repeat across thousands of pods; parse each one once."""
-    quantity = parse_quantity(value, name)
+    return _amount(name, parse_quantity(value, name), name, value)
+
+
+def _amount(name: str, quantity: Fraction, field: str, text: Any) -> float:
+    """The canonical float of a parsed quantity. Requests, capacities and queue bounds are
+    never negative (the API server refuses negative requests and capacities with this
+    message); the parser's range keeps every amount far inside a float's."""
+    if quantity < 0:
+        raise QuantityError(f"{field}: Invalid value: {text!r}: must be greater than or equal to 0")
     return float(quantity * 1000) if name == CPU else float(quantity)
 
 
