@@ -68,6 +68,16 @@ def _object(value: Any, where: str) -> dict[str, Any] | None:
     return value
 
 
+def _text(value: Any, where: str) -> str:
+    """A string field of the request ("" when absent); any other type is refused by name,
+    rather than turned into text (the string of a huge object is itself huge)."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ReviewError(f"request.{where} must be a string, got {type(value).__name__}")
+    return value
+
+
 def decode_review(body: bytes) -> AdmissionRequest:
     """The request of an AdmissionReview body; :class:`ReviewError` says what is wrong."""
     try:
@@ -95,13 +105,15 @@ def decode_review(body: bytes) -> AdmissionRequest:
     return AdmissionRequest(
         uid=uid,
         api_version=api_version,
-        group=str(kind.get("group") or resource.get("group") or ""),
-        version=str(kind.get("version") or resource.get("version") or ""),
-        kind=str(kind.get("kind") or ""),
-        resource=str(resource.get("resource") or ""),
-        operation=str(request.get("operation") or ""),
-        name=str(request.get("name") or ""),
-        namespace=str(request.get("namespace") or ""),
+        group=_text(kind.get("group"), "kind.group")
+        or _text(resource.get("group"), "resource.group"),
+        version=_text(kind.get("version"), "kind.version")
+        or _text(resource.get("version"), "resource.version"),
+        kind=_text(kind.get("kind"), "kind.kind"),
+        resource=_text(resource.get("resource"), "resource.resource"),
+        operation=_text(request.get("operation"), "operation"),
+        name=_text(request.get("name"), "name"),
+        namespace=_text(request.get("namespace"), "namespace"),
         object=_object(request.get("object"), "object"),
         old_object=_object(request.get("oldObject"), "oldObject"),
     )
@@ -119,6 +131,19 @@ def encode_response(request: AdmissionRequest, verdict: Verdict) -> bytes:
     elif verdict.patch:
         response["patchType"] = "JSONPatch"
         response["patch"] = base64.b64encode(orjson.dumps(verdict.patch)).decode("ascii")
+    return orjson.dumps(
+        {"apiVersion": request.api_version, "kind": "AdmissionReview", "response": response}
+    )
+
+
+def error_response(request: AdmissionRequest, message: str) -> bytes:
+    """A refusal with code 500 that needs nothing but the request's uid: the answer of last
+    resort when a verdict could not be encoded."""
+    response = {
+        "uid": request.uid,
+        "allowed": False,
+        "status": {"status": "Failure", "message": message, "code": 500},
+    }
     return orjson.dumps(
         {"apiVersion": request.api_version, "kind": "AdmissionReview", "response": response}
     )

@@ -1,9 +1,20 @@
 """``stromboli webhook-manager``: Volcano's admission webhooks over HTTPS (vc-webhook-manager).
 
 One aiohttp application serves every enabled service at its Volcano path. Each POST carries an
-AdmissionReview; the answer is always an AdmissionReview for the same ``uid`` unless the body
-is not one at all (HTTP 400 with the reason): a rule that fails is logged and answered as a
-refusal with code 500, so the API server reports it instead of timing out.
+AdmissionReview; the answer is an AdmissionReview for the same ``uid`` whenever the body is
+one. The server is built to survive what a cluster sends it (see :mod:`.limits`):
+
+- the event loop only reads bodies and writes answers; decoding, the rule and encoding run on
+  :class:`~.workers.Workers` threads, so no single review stalls the others or the signals;
+- a body over :data:`~.limits.MAX_BODY` is refused (413) before it is read, and the bodies in
+  flight share a byte budget; over it, or over the request bound, a request is shed (429);
+- a request whose deadline (``?timeout=`` from the API server) passes before a worker takes
+  it is dropped (504) without running its rule;
+- queues and namespaces come from a watch-fed cache (:mod:`.cache`), never a request per
+  admission;
+- a review the server cannot process is answered with code 500 (or HTTP 400 when it is not a
+  review at all), counted in ``stromboli_webhook_request_errors_total``, and the server goes
+  on; user strings reach the log only through :func:`~.logsafe.log_safe`.
 
     server = WebhookServer(store, WebhookOptions(port=8443, webhook_url="https://10.0.0.5:8443"))
     await server.run()      # until server.stop()
@@ -13,35 +24,66 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Final
 
+import orjson
 from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from stromboli.core.cluster.store import ClusterStore
-from stromboli.core.httpserve import Endpoint, healthz_app
-from stromboli.webhooks.registration import ClientTarget, register
+from stromboli.core.httpserve import Endpoint
+from stromboli.webhooks.cache import AdmissionCache
+from stromboli.webhooks.limits import (
+    MAX_BODY,
+    MAX_INFLIGHT,
+    MAX_INFLIGHT_BYTES,
+    RETRY_AFTER,
+    Budget,
+    deadline_after,
+    expired,
+)
+from stromboli.webhooks.logsafe import log_safe
+from stromboli.webhooks.metrics import WebhookMetrics
+from stromboli.webhooks.registration import ClientTarget, own_namespace, register
 from stromboli.webhooks.review import (
     AdmissionRequest,
     ReviewError,
     Verdict,
     decode_review,
     encode_response,
+    error_response,
 )
 from stromboli.webhooks.services import (
     DEFAULT_ENABLED_ADMISSION,
     AdmissionOptions,
     AdmissionService,
-    ClusterView,
+    ClusterSnapshot,
     MissingObjectError,
     enabled_services,
 )
-from stromboli.webhooks.tls import ServingCertificate, self_signed, service_hosts
+from stromboli.webhooks.tls import (
+    SECRET_NAME,
+    ServingCertificate,
+    self_signed,
+    service_hosts,
+    shared_certificate,
+)
+from stromboli.webhooks.workers import DEFAULT_WORKERS, Workers
 
 log = logging.getLogger(__name__)
 
-MAX_BODY = 16 * 1024 * 1024
-"""Bytes an AdmissionReview may have (the API server's own request limit is 3 MiB per object,
-and a review of an UPDATE carries two)."""
+SHUTDOWN_GRACE: Final = 5.0
+"""Seconds a stopping server lets requests in hand finish; none waits longer than its
+deadline anyway, and the kubelet's grace period (30 s) is well above this."""
+SYNC_TIMEOUT: Final = 30.0
+"""How long start-up waits for the first listing of queues and namespaces before serving
+anyway (not ready; reviews that read the cluster are answered 503 until it arrives)."""
+
+__all__ = ["MAX_BODY", "AdmissionHandler", "WebhookOptions", "WebhookServer", "admission_app"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +98,13 @@ class WebhookOptions:
     webhook_url: str = ""
     enable_healthz: bool = False
     healthz_address: str = ":11251"
+    pods_failure_policy: str = "Ignore"
+    tls_secret_name: str = SECRET_NAME
+    """Where replicas in the cluster share a generated certificate ("" : each makes its own)."""
     admission: AdmissionOptions = field(default_factory=AdmissionOptions)
+    workers: int = DEFAULT_WORKERS
+    max_inflight: int = MAX_INFLIGHT
+    max_inflight_bytes: int = MAX_INFLIGHT_BYTES
 
     @property
     def registers(self) -> bool:
@@ -64,60 +112,237 @@ class WebhookOptions:
         return bool(self.webhook_url or (self.webhook_namespace and self.webhook_service_name))
 
 
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What a worker hands back for one request: HTTP status, body, and the outcome."""
+
+    status: int
+    body: bytes
+    outcome: str
+    reason: str = ""
+
+
+def _verdict(
+    service: AdmissionService,
+    request: AdmissionRequest,
+    cluster: ClusterSnapshot,
+    options: AdmissionOptions,
+) -> tuple[Verdict, str]:
+    mismatch = service.mismatch(request)
+    if mismatch:
+        return Verdict.deny(mismatch), ""
+    if request.operation not in service.operations:
+        return Verdict.allow(), ""
+    try:
+        return service.rule(request, cluster, options), ""
+    except MissingObjectError as err:
+        return Verdict.deny(str(err)), ""
+    except Exception as err:  # crash-only: this review fails, the server goes on
+        log.exception(
+            "%s failed on %s %s/%s",
+            service.webhook_name,
+            log_safe(request.kind),
+            log_safe(request.namespace),
+            log_safe(request.name),
+        )
+        reason = type(err).__name__
+        return Verdict.deny(f"{service.webhook_name} failed: {log_safe(err)}", code=500), reason
+
+
+def answer_review(
+    service: AdmissionService,
+    body: bytes,
+    cluster: ClusterSnapshot,
+    options: AdmissionOptions,
+    deadline: float,
+) -> Answer:
+    """Everything a request costs in CPU, run on a worker thread: decode, rule, encode."""
+    if expired(deadline):
+        return Answer(504, b"deadline passed before the review was taken up", "expired")
+    try:
+        request = decode_review(body)
+    except ReviewError as err:
+        log.warning("%s: bad AdmissionReview: %s", service.path, log_safe(err))
+        return Answer(400, orjson.dumps({"error": str(err)}), "error", "bad_review")
+    except Exception as err:  # whatever the decoder met: this request fails, not the server
+        log.exception("%s: AdmissionReview not decoded", service.path)
+        return Answer(400, orjson.dumps({"error": log_safe(err)}), "error", type(err).__name__)
+    del body
+    verdict, failure = _verdict(service, request, cluster, options)
+    try:
+        encoded = encode_response(request, verdict)
+    except Exception as err:  # e.g. a patch orjson cannot write
+        log.exception("%s: answer to %s not encoded", service.path, log_safe(request.uid))
+        failure = type(err).__name__
+        encoded = error_response(request, f"{service.webhook_name} failed: {log_safe(err)}")
+    if failure:
+        return Answer(200, encoded, "error", failure)
+    if not verdict.allowed:
+        log.info(
+            "%s denied %s %s/%s: %s",
+            service.webhook_name,
+            log_safe(request.operation),
+            log_safe(request.namespace),
+            log_safe(request.name),
+            log_safe(verdict.message),
+        )
+        return Answer(200, encoded, "denied")
+    return Answer(200, encoded, "allowed")
+
+
 class AdmissionHandler:
-    """Answers the AdmissionReviews of one service."""
+    """Answers the AdmissionReviews of one service, within the shared budget."""
 
     def __init__(
-        self, service: AdmissionService, cluster: ClusterView, options: AdmissionOptions
+        self,
+        service: AdmissionService,
+        cache: AdmissionCache,
+        options: AdmissionOptions,
+        workers: Workers,
+        budget: Budget,
+        metrics: WebhookMetrics,
     ) -> None:
         self.service = service
-        self.cluster = cluster
+        self.cache = cache
         self.options = options
+        self.workers = workers
+        self.budget = budget
+        self.metrics = metrics
+
+    def _done(self, path: str, arrival: float, outcome: str, reason: str = "") -> None:
+        self.metrics.count(path, outcome)
+        if reason:
+            self.metrics.errors.labels(path, reason).inc()
+        self.metrics.latency.labels(path).observe(time.monotonic() - arrival)
+
+    def _give_back(self, size: int) -> None:
+        self.budget.give_back(size)
+        self.metrics.inflight.set(self.budget.requests)
+        self.metrics.inflight_bytes.set(self.budget.bytes)
 
     async def handle(self, http: web.Request) -> web.Response:
-        body = await http.read()
-        try:
-            request = decode_review(body)
-        except ReviewError as err:
-            log.warning("%s: bad AdmissionReview: %s", self.service.path, err)
-            return web.json_response({"error": str(err)}, status=400)
-        verdict = await self.verdict(request)
-        return web.Response(body=encode_response(request, verdict), content_type="application/json")
-
-    async def verdict(self, request: AdmissionRequest) -> Verdict:
-        service = self.service
-        mismatch = service.mismatch(request)
-        if mismatch:
-            return Verdict.deny(mismatch)
-        if request.operation not in service.operations:
-            return Verdict.allow()
-        try:
-            verdict = await service.rule(request, self.cluster, self.options)
-        except MissingObjectError as err:
-            return Verdict.deny(str(err))
-        except Exception as err:
-            log.exception("%s failed on %s %s", service.webhook_name, request.kind, request.name)
-            return Verdict.deny(f"{service.webhook_name} failed: {err}", code=500)
-        if not verdict.allowed:
-            log.info(
-                "%s denied %s %s/%s: %s",
-                service.webhook_name,
-                request.operation,
-                request.namespace,
-                request.name,
-                verdict.message,
+        arrival = time.monotonic()
+        path = self.service.path
+        deadline = deadline_after(arrival, http.query.get("timeout"))
+        if expired(deadline):
+            self._done(path, arrival, "expired")
+            return web.Response(status=504, text="the request's deadline has passed")
+        size = http.content_length
+        if size is not None and size > MAX_BODY:
+            self._done(path, arrival, "too_large")
+            return _too_large(size)
+        reserved = MAX_BODY if size is None else size
+        if not self.budget.try_take(reserved):
+            self._done(path, arrival, "shed")
+            return web.Response(
+                status=429,
+                text="the webhook is at its in-flight limit; retry",
+                headers={"Retry-After": RETRY_AFTER},
             )
-        return verdict
+        self.metrics.inflight.set(self.budget.requests)
+        self.metrics.inflight_bytes.set(self.budget.bytes)
+        handed = False
+        try:
+            try:
+                body = await http.read()
+            except web.HTTPRequestEntityTooLarge:
+                self._done(path, arrival, "too_large")
+                return _too_large(None)
+            if self.service.reads_cluster and not self.cache.synced.is_set():
+                self._done(path, arrival, "error", "not_synced")
+                return web.Response(status=503, text="queues and namespaces not listed yet")
+            job = partial(
+                answer_review, self.service, body, self.cache.snapshot(), self.options, deadline
+            )
+            del body
+            future = self.workers.submit(job, partial(self._give_back, reserved))
+            handed = True
+            try:
+                result: Answer = await asyncio.wait_for(future, deadline - time.monotonic())
+            except TimeoutError:
+                self._done(path, arrival, "expired")
+                return web.Response(status=504, text="the request's deadline has passed")
+        finally:
+            if not handed:
+                self._give_back(reserved)
+        self._done(path, arrival, result.outcome, result.reason)
+        if result.status == 200:
+            return web.Response(body=result.body, content_type="application/json")
+        if result.status == 400:
+            return web.Response(status=400, body=result.body, content_type="application/json")
+        return web.Response(status=result.status, body=result.body)
+
+
+def _too_large(size: int | None) -> web.Response:
+    got = f"{size} bytes" if size is not None else "more"
+    return web.Response(
+        status=413,
+        text=f"AdmissionReview body: {got} is over the limit of {MAX_BODY} bytes",
+    )
+
+
+APP_CACHE: Final = web.AppKey("admission_cache", AdmissionCache)
+APP_METRICS: Final = web.AppKey("webhook_metrics", WebhookMetrics)
 
 
 def admission_app(
-    services: list[AdmissionService], store: ClusterStore, options: AdmissionOptions
+    services: list[AdmissionService],
+    store: ClusterStore,
+    options: AdmissionOptions,
+    *,
+    workers: int = DEFAULT_WORKERS,
+    max_inflight: int = MAX_INFLIGHT,
+    max_inflight_bytes: int = MAX_INFLIGHT_BYTES,
+    metrics: WebhookMetrics | None = None,
 ) -> web.Application:
-    """The aiohttp application: one POST route per service."""
+    """The aiohttp application: one POST route per service. Starting it starts the watch of
+    queues and namespaces and the worker threads; cleaning it up stops both."""
     app = web.Application(client_max_size=MAX_BODY)
-    cluster = ClusterView(store)
+    cache = AdmissionCache(store)
+    metrics = metrics or WebhookMetrics()
+    app[APP_CACHE] = cache
+    app[APP_METRICS] = metrics
+    budget = Budget(max_inflight, max_inflight_bytes)
+    pool = Workers(workers)
+
+    async def lifetime(_app: web.Application) -> AsyncIterator[None]:
+        pool.start()
+        await cache.start()
+        try:
+            await cache.wait_synced(SYNC_TIMEOUT)
+        except TimeoutError:
+            log.warning("queues and namespaces not listed after %.0fs; serving", SYNC_TIMEOUT)
+        yield
+        await cache.stop()
+        pool.close()
+
+    app.cleanup_ctx.append(lifetime)
     for service in services:
-        app.router.add_post(service.path, AdmissionHandler(service, cluster, options).handle)
+        handler = AdmissionHandler(service, cache, options, pool, budget, metrics)
+        app.router.add_post(service.path, handler.handle)
+    return app
+
+
+def health_app(cache: AdmissionCache, metrics: WebhookMetrics) -> web.Application:
+    """``/healthz`` (the process answers), ``/readyz`` (queues and namespaces listed) and
+    ``/metrics``: liveness must not depend on the API server, readiness does."""
+
+    async def healthz(_request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def readyz(_request: web.Request) -> web.Response:
+        if cache.synced.is_set():
+            return web.Response(text="ok")
+        return web.Response(status=503, text="queues and namespaces not listed yet")
+
+    async def metrics_page(_request: web.Request) -> web.Response:
+        body = generate_latest(metrics.registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    app = web.Application()
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics_page)
     return app
 
 
@@ -133,28 +358,57 @@ class WebhookServer:
         self.store = store
         self.options = options
         self.services = enabled_services(options.enabled_admission)
-        self.certificate = certificate or self_signed(
-            service_hosts(options.webhook_service_name, options.webhook_namespace)
-        )
+        self.certificate = certificate
         self.runner: web.AppRunner | None = None
         self.port = 0
         self.health: Endpoint | None = None
         self.registered: list[str] = []
+        self.metrics = WebhookMetrics()
+        self.app: web.Application | None = None
         self._stopped = asyncio.Event()
 
     def stop(self) -> None:
         self._stopped.set()
 
+    async def _certificate(self) -> ServingCertificate:
+        if self.certificate is None:
+            options = self.options
+            hosts = service_hosts(options.webhook_service_name, options.webhook_namespace)
+            if options.tls_secret_name and options.webhook_namespace:
+                self.certificate = await shared_certificate(
+                    self.store, options.webhook_namespace, options.tls_secret_name, hosts
+                )
+            else:
+                self.certificate = self_signed(hosts)
+        return self.certificate
+
     async def start(self) -> None:
         """Listen, then register the configurations (the API server may call at once)."""
         options = self.options
-        app = admission_app(self.services, self.store, options.admission)
-        host = options.listen_address or "0.0.0.0"
-        self.runner = web.AppRunner(app, access_log=None)
-        await self.runner.setup()
-        site = web.TCPSite(
-            self.runner, host, options.port, ssl_context=self.certificate.ssl_context()
+        certificate = await self._certificate()
+        app = admission_app(
+            self.services,
+            self.store,
+            options.admission,
+            workers=options.workers,
+            max_inflight=options.max_inflight,
+            max_inflight_bytes=options.max_inflight_bytes,
+            metrics=self.metrics,
         )
+        self.app = app
+        host = options.listen_address or "0.0.0.0"
+        self.runner = web.AppRunner(
+            app, access_log=None, handler_cancellation=True, shutdown_timeout=SHUTDOWN_GRACE
+        )
+        if options.enable_healthz and options.healthz_address:
+            # Before the app's start-up, which waits for the first listing: the probes
+            # must answer (/healthz ok, /readyz not yet) meanwhile.
+            self.health = Endpoint(
+                health_app(app[APP_CACHE], self.metrics), options.healthz_address
+            )
+            await self.health.start()
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, host, options.port, ssl_context=certificate.ssl_context())
         await site.start()
         sockets = site._server.sockets if site._server else ()  # type: ignore[union-attr]
         self.port = sockets[0].getsockname()[1] if sockets else options.port
@@ -164,23 +418,24 @@ class WebhookServer:
             host,
             self.port,
         )
-        if options.enable_healthz and options.healthz_address:
-            self.health = Endpoint(healthz_app(lambda: (True, "ok")), options.healthz_address)
-            await self.health.start()
         if options.registers:
             target = ClientTarget(
-                options.webhook_url, options.webhook_namespace, options.webhook_service_name
+                options.webhook_url,
+                options.webhook_namespace,
+                options.webhook_service_name,
+                exempt_namespace=options.webhook_namespace or own_namespace(),
+                pods_failure_policy=options.pods_failure_policy,
+                scheduler_names=options.admission.scheduler_names,
             )
-            self.registered = await register(
-                self.store, self.services, target, self.certificate.ca_pem
-            )
+            self.registered = await register(self.store, self.services, target, certificate.ca_pem)
 
     async def close(self) -> None:
-        if self.health is not None:
-            await self.health.stop()
         if self.runner is not None:
             await self.runner.cleanup()
             self.runner = None
+        if self.health is not None:
+            await self.health.stop()
+            self.health = None
 
     async def run(self) -> None:
         try:

@@ -5,19 +5,21 @@ A service turns an :class:`~stromboli.webhooks.review.AdmissionRequest` into a
 :class:`~stromboli.webhooks.review.Verdict`: mutating services answer with the JSON patch from
 the object the API server sent to the one the rule returns, validating services with the rule's
 reasons joined as Volcano joins them. Rules that need the cluster (queues for jobs, PodGroups
-and queues, the namespace for PodGroups) read it through :class:`ClusterView`, one request to
-the store per admission: simple, always current, and cheap at admission rates.
+and queues, the namespace for PodGroups) read a :class:`ClusterSnapshot`: what the webhook's
+watch of queues and namespaces held when the request arrived. Reading the API server per
+admission collapsed under load (every request one list, behind the client's rate limit), and
+a snapshot that is never changed once taken lets a rule run on a worker thread, off the loop.
+Rules are plain functions, so the whole answer is computed without awaiting anything.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from stromboli.core.api import constants as k
-from stromboli.core.cluster.errors import NotFoundError
-from stromboli.core.cluster.store import ClusterStore, Obj
+from stromboli.core.cluster.store import Obj
 from stromboli.webhooks.jsonpatch import json_diff
 from stromboli.webhooks.review import AdmissionRequest, Verdict
 from stromboli.webhooks.rules.job import admission_message, validate_job_create, validate_job_update
@@ -50,33 +52,22 @@ class AdmissionOptions:
     enable_root_queue_protection: bool = True
 
 
-class ClusterView:
-    """The cluster state the validating rules compare an object with, read from the store."""
+@dataclass(frozen=True, slots=True)
+class ClusterSnapshot:
+    """The cluster state the rules compare an object with: queues by name, and the
+    annotations of each namespace. Taken once per request and never changed afterwards."""
 
-    def __init__(self, store: ClusterStore) -> None:
-        self.store = store
+    queues: Mapping[str, Obj] = field(default_factory=dict)
+    namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
-    async def queues(self) -> dict[str, Obj]:
-        listed = await self.store.list(k.SCHEDULING_V1BETA1, "Queue")
-        return {q["metadata"]["name"]: q for q in listed.items}
+    def queue(self, name: str) -> Obj | None:
+        return self.queues.get(name)
 
-    async def queue(self, name: str) -> Obj | None:
-        try:
-            return await self.store.get(k.SCHEDULING_V1BETA1, "Queue", name)
-        except NotFoundError:
-            return None
-
-    async def namespace_annotations(self, namespace: str) -> dict[str, str]:
-        if not namespace:
-            return {}
-        try:
-            ns = await self.store.get(k.CORE_V1, "Namespace", namespace)
-        except NotFoundError:
-            return {}
-        return dict((ns.get("metadata") or {}).get("annotations") or {})
+    def namespace_annotations(self, namespace: str) -> dict[str, str]:
+        return dict(self.namespaces.get(namespace) or {})
 
 
-Rule = Callable[[AdmissionRequest, ClusterView, AdmissionOptions], Awaitable[Verdict]]
+Rule = Callable[[AdmissionRequest, ClusterSnapshot, AdmissionOptions], Verdict]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +83,8 @@ class AdmissionService:
     kind: str
     operations: tuple[str, ...]
     rule: Rule = field(repr=False)
+    reads_cluster: bool = False
+    """Whether the rule reads queues or namespaces (answered 503 until they are listed)."""
 
     @property
     def configuration_name(self) -> str:
@@ -130,42 +123,42 @@ class MissingObjectError(ValueError):
 # --- rules ---------------------------------------------------------------------------------------
 
 
-async def _mutate_job(
-    request: AdmissionRequest, cluster: ClusterView, options: AdmissionOptions
+def _mutate_job(
+    request: AdmissionRequest, cluster: ClusterSnapshot, options: AdmissionOptions
 ) -> Verdict:
     job = _needs_object(request)
     return _mutation(request, mutate_job(job, options.scheduler_names[0]))
 
 
-async def _validate_job(
-    request: AdmissionRequest, cluster: ClusterView, options: AdmissionOptions
+def _validate_job(
+    request: AdmissionRequest, cluster: ClusterSnapshot, options: AdmissionOptions
 ) -> Verdict:
     job = _needs_object(request)
     if request.operation == UPDATE and request.old_object is not None:
         return _refusal(validate_job_update(request.old_object, job))
-    return _refusal(validate_job_create(job, await cluster.queues()))
+    return _refusal(validate_job_create(job, cluster.queues))
 
 
-async def _mutate_podgroup(
-    request: AdmissionRequest, cluster: ClusterView, options: AdmissionOptions
+def _mutate_podgroup(
+    request: AdmissionRequest, cluster: ClusterSnapshot, options: AdmissionOptions
 ) -> Verdict:
     podgroup = _needs_object(request)
     namespace = request.namespace or (podgroup.get("metadata") or {}).get("namespace") or ""
-    annotations = await cluster.namespace_annotations(namespace)
+    annotations = cluster.namespace_annotations(namespace)
     return _mutation(request, mutate_podgroup(podgroup, annotations))
 
 
-async def _validate_podgroup(
-    request: AdmissionRequest, cluster: ClusterView, options: AdmissionOptions
+def _validate_podgroup(
+    request: AdmissionRequest, cluster: ClusterSnapshot, options: AdmissionOptions
 ) -> Verdict:
     podgroup = _needs_object(request)
     name = str((podgroup.get("spec") or {}).get("queue") or "")
-    queue = await cluster.queue(name) if name else None
+    queue = cluster.queue(name) if name else None
     return _refusal(validate_podgroup_create(podgroup, {name: queue} if queue else {}))
 
 
-async def _mutate_pod(
-    request: AdmissionRequest, cluster: ClusterView, options: AdmissionOptions
+def _mutate_pod(
+    request: AdmissionRequest, cluster: ClusterSnapshot, options: AdmissionOptions
 ) -> Verdict:
     """Volcano's pod mutation only applies resource groups from ``--admission-conf`` (and a
     feature-gated scheduling gate); with neither configured it changes nothing."""
@@ -173,22 +166,22 @@ async def _mutate_pod(
     return Verdict.allow()
 
 
-async def _validate_pod(
-    request: AdmissionRequest, cluster: ClusterView, options: AdmissionOptions
+def _validate_pod(
+    request: AdmissionRequest, cluster: ClusterSnapshot, options: AdmissionOptions
 ) -> Verdict:
     return _refusal(validate_pod_create(_needs_object(request), options.scheduler_names))
 
 
-async def _mutate_queue(
-    request: AdmissionRequest, cluster: ClusterView, options: AdmissionOptions
+def _mutate_queue(
+    request: AdmissionRequest, cluster: ClusterSnapshot, options: AdmissionOptions
 ) -> Verdict:
     return _mutation(request, mutate_queue(_needs_object(request)))
 
 
-async def _validate_queue(
-    request: AdmissionRequest, cluster: ClusterView, options: AdmissionOptions
+def _validate_queue(
+    request: AdmissionRequest, cluster: ClusterSnapshot, options: AdmissionOptions
 ) -> Verdict:
-    queues = await cluster.queues()
+    queues = cluster.queues
     if request.operation == DELETE:
         name = request.name or ((request.old_object or {}).get("metadata") or {}).get("name", "")
         return _refusal(
@@ -211,7 +204,13 @@ async def _validate_queue(
 
 
 def _service(
-    path: str, name: str, group_version: str, kind: str, operations: tuple[str, ...], rule: Rule
+    path: str,
+    name: str,
+    group_version: str,
+    kind: str,
+    operations: tuple[str, ...],
+    rule: Rule,
+    reads_cluster: bool = False,
 ) -> AdmissionService:
     group, _, version = group_version.rpartition("/")
     return AdmissionService(
@@ -224,6 +223,7 @@ def _service(
         kind=kind,
         operations=operations,
         rule=rule,
+        reads_cluster=reads_cluster,
     )
 
 
@@ -241,6 +241,7 @@ SERVICES: Final[dict[str, AdmissionService]] = {
             "Job",
             (CREATE, UPDATE),
             _validate_job,
+            reads_cluster=True,
         ),
         _service(
             "/podgroups/mutate",
@@ -249,6 +250,7 @@ SERVICES: Final[dict[str, AdmissionService]] = {
             "PodGroup",
             (CREATE,),
             _mutate_podgroup,
+            reads_cluster=True,
         ),
         _service(
             "/podgroups/validate",
@@ -257,6 +259,7 @@ SERVICES: Final[dict[str, AdmissionService]] = {
             "PodGroup",
             (CREATE,),
             _validate_podgroup,
+            reads_cluster=True,
         ),
         _service("/pods/mutate", "mutatepod.volcano.sh", k.CORE_V1, "Pod", (CREATE,), _mutate_pod),
         _service(
@@ -272,6 +275,7 @@ SERVICES: Final[dict[str, AdmissionService]] = {
             "Queue",
             (CREATE, UPDATE, DELETE),
             _validate_queue,
+            reads_cluster=True,
         ),
     )
 }

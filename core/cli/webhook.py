@@ -74,7 +74,21 @@ def _go_flag(name: str, default: str, help: str):  # type: ignore[no-untyped-def
     show_default=True,
     help="Admit pods of these schedulers; the first is the default of vcjobs (repeatable).",
 )
-@_go_flag("--enable-healthz", "false", "Serve /healthz on --healthz-address.")
+@click.option(
+    "--pods-failure-policy",
+    type=click.Choice(["Ignore", "Fail"]),
+    default="Ignore",
+    show_default=True,
+    help="failurePolicy of the pod webhooks (pods of our schedulers and of enrolled namespaces).",
+)
+@click.option(
+    "--tls-secret-name",
+    default="volcano-admission-secret",
+    show_default=True,
+    help="Secret in --webhook-namespace where replicas share a generated certificate "
+    "(empty: each replica makes its own).",
+)
+@_go_flag("--enable-healthz", "false", "Serve /healthz, /readyz and /metrics on --healthz-address.")
 @click.option("--healthz-address", default=":11251", show_default=True, help="Address of /healthz.")
 @_go_flag(
     "--enable-queue-allocated-pods-check",
@@ -108,6 +122,8 @@ def webhook_manager(
     webhook_url: str,
     enabled_admission: str,
     scheduler_names: tuple[str, ...],
+    pods_failure_policy: str,
+    tls_secret_name: str,
     enable_healthz: str,
     healthz_address: str,
     enable_queue_allocated_pods_check: str,
@@ -129,6 +145,8 @@ def webhook_manager(
         webhook_namespace=webhook_namespace,
         webhook_service_name=webhook_service_name,
         webhook_url=webhook_url,
+        pods_failure_policy=pods_failure_policy,
+        tls_secret_name=tls_secret_name,
         enable_healthz=go_bool(enable_healthz),
         healthz_address=healthz_address,
         admission=AdmissionOptions(
