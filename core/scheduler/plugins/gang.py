@@ -53,11 +53,19 @@ class GangPlugin(Plugin):
 
     @staticmethod
     def job_order(left: JobInfo, right: JobInfo) -> int:
-        """Jobs that are not ready yet go first."""
+        """Jobs that are not ready yet go first (Volcano's order). Among those, a gang already
+        partly placed goes before one with nothing placed: a scheduler that died mid-bind (or
+        a member that restarted) left it holding nodes, and its successor must finish it in its
+        first cycle, before another job takes the room its members were placed for."""
         left_ready, right_ready = left.is_ready(), right.is_ready()
-        if left_ready == right_ready:
+        if left_ready != right_ready:
+            return 1 if left_ready else -1
+        if left_ready:
             return 0
-        return 1 if left_ready else -1
+        left_partial, right_partial = left.ready_task_num() > 0, right.ready_task_num() > 0
+        if left_partial == right_partial:
+            return 0
+        return -1 if left_partial else 1
 
     @staticmethod
     def job_ready(job: JobInfo) -> bool:
