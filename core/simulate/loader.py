@@ -10,17 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from stromboli.core.api import constants as k
 from stromboli.core.api.registry import InvalidObjectError, kind_info, validate_object
 from stromboli.core.simulate.durations import parse_duration
+from stromboli.core.simulate.yamlbounds import MAX_FILE_BYTES, YamlBoundsError, load_documents
 from stromboli.webhooks.rules.mutate import mutate_job, mutate_queue
-
-try:
-    from yaml import CSafeLoader as _Loader
-except ImportError:  # pragma: no cover - libyaml is part of PyYAML wheels
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
 
 
 class SimulationInputError(ValueError):
@@ -53,25 +47,62 @@ def _annotation_seconds(obj: dict, key: str, where: str, name: str) -> float | N
     return seconds
 
 
-def _documents(path: Path) -> list[tuple[str, Any]]:
+def _read(path: Path) -> str:
     try:
-        text = path.read_text()
+        with path.open("rb") as stream:
+            data = stream.read(MAX_FILE_BYTES + 1)
     except OSError as err:
         raise SimulationInputError(f"{path}: cannot read: {err.strerror}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise SimulationInputError(
+            f"{path}: larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB; split it into several "
+            "files"
+        )
     try:
-        docs = list(yaml.load_all(text, Loader=_Loader))
-    except yaml.YAMLError as err:
-        raise SimulationInputError(f"{path}: not valid YAML: {err}") from None
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise SimulationInputError(f"{path}: not UTF-8 text (byte {err.start})") from None
+
+
+def _documents(path: Path) -> list[tuple[str, Any]]:
+    try:
+        docs = load_documents(_read(path))
+    except YamlBoundsError as err:
+        raise SimulationInputError(f"{path}: {err}") from None
     out: list[tuple[str, Any]] = []
     for number, doc in enumerate(docs, start=1):
         if doc is None:
             continue
         where = f"{path} document {number}"
         if isinstance(doc, dict) and doc.get("kind") == "List":
-            out.extend((f"{where} item {i}", item) for i, item in enumerate(doc.get("items") or ()))
+            items = doc.get("items")
+            if items is None:
+                continue
+            if not isinstance(items, list):
+                raise SimulationInputError(
+                    f"{where}: List: items: expected a list of objects, got {_type_name(items)}"
+                )
+            out.extend((f"{where} item {i}", item) for i, item in enumerate(items))
         else:
             out.append((where, doc))
     return out
+
+
+def _type_name(value: Any) -> str:
+    """The JSON name of a YAML value's type, as the API server's messages use."""
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if value is None:
+        return "null"
+    return "string" if isinstance(value, str) else type(value).__name__
 
 
 def load(paths: list[str | Path]) -> list[SimObject]:

@@ -18,14 +18,27 @@ def mutate_queue(queue: Mapping) -> dict:
     hierarchy path not starting at ``root`` is put under it."""
     out = copy.deepcopy(dict(queue))
     spec = out.setdefault("spec", {})
+    if spec is None:
+        spec = out["spec"] = {}
+    if not isinstance(spec, dict):
+        return out  # not an object: validation names the field
     if spec.get("reclaimable") is None:
         spec["reclaimable"] = True
     if not spec.get("weight"):
         spec["weight"] = k.DEFAULT_QUEUE_WEIGHT
-    annotations = (out.get("metadata") or {}).get("annotations") or {}
+    metadata = out.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    if not isinstance(annotations, dict):
+        return out
     path = annotations.get(k.HIERARCHY_KEY)
     weights = annotations.get(k.HIERARCHY_WEIGHTS_KEY)
-    if path and weights and not path.startswith(k.ROOT_QUEUE):
+    if (
+        isinstance(path, str)
+        and isinstance(weights, str)
+        and path
+        and weights
+        and not path.startswith(k.ROOT_QUEUE)
+    ):
         annotations[k.HIERARCHY_KEY] = f"{k.ROOT_QUEUE}/{path}"
         annotations[k.HIERARCHY_WEIGHTS_KEY] = f"1/{weights}"
     return out
@@ -36,11 +49,19 @@ def mutate_podgroup(podgroup: Mapping, namespace_annotations: Mapping[str, str])
     when the namespace names one with ``scheduling.volcano.sh/queue-name``."""
     out = copy.deepcopy(dict(podgroup))
     spec = out.setdefault("spec", {})
+    if spec is None:
+        spec = out["spec"] = {}
+    if not isinstance(spec, dict):
+        return out  # not an object: validation names the field
     queue = spec.get("queue") or k.DEFAULT_QUEUE
     namespace_queue = namespace_annotations.get(k.QUEUE_NAME_ANNOTATION_KEY)
     if queue == k.DEFAULT_QUEUE and namespace_queue:
         spec["queue"] = namespace_queue
     return out
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 #: Job plugins that need the ``svc`` plugin (host names of the other pods).
@@ -86,8 +107,9 @@ def mutate_job(job: Mapping, scheduler_name: str = k.DEFAULT_SCHEDULER_NAME) -> 
         if task.get("minAvailable") is None:
             partition = task.get("partitionPolicy")
             min_partitions = partition.get("minPartitions") if isinstance(partition, dict) else 0
-            if min_partitions:
-                task["minAvailable"] = min_partitions * (partition.get("partitionSize") or 0)
+            size = partition.get("partitionSize") if isinstance(partition, dict) else 0
+            if _is_int(min_partitions) and min_partitions and _is_int(size or 0):
+                task["minAvailable"] = min_partitions * (size or 0)
             else:
                 task["minAvailable"] = replicas
         if not task.get("maxRetry"):
