@@ -199,11 +199,19 @@ def test_switches_turn_objects_off() -> None:
     kinds = {(kind, name) for kind, _, name in objects}
     assert ("Deployment", "stromboli-controller") not in kinds
     assert ("ClusterRole", "stromboli-controller") not in kinds
-    assert not any(kind in ("Role", "RoleBinding") for kind, _ in kinds)
+    # Only the webhook's certificate-Secret Role is left (the leader-election ones are gone).
+    assert not any(
+        kind in ("Role", "RoleBinding") and name != "stromboli-webhook" for kind, name in kinds
+    )
     assert ("--leader-elect", "false") in flags(args_of(objects, "stromboli-scheduler"))
 
     no_rbac = render({"rbac": {"create": False}})
-    assert {kind for kind, _, _ in no_rbac} == {"ConfigMap", "Deployment", "Service"}
+    assert {kind for kind, _, _ in no_rbac} == {
+        "ConfigMap",
+        "Deployment",
+        "Service",
+        "PodDisruptionBudget",
+    }
 
 
 def test_default_webhook_args_are_webhook_manager_flags() -> None:
@@ -285,7 +293,7 @@ def test_webhook_switch_removes_only_the_webhook() -> None:
         for key, obj in everything.items()
         if obj["metadata"]["labels"]["app.kubernetes.io/component"] == "webhook"
     }
-    assert len(webhook) == 5
+    assert len(webhook) == 8  # + Role/RoleBinding (certificate Secret), PodDisruptionBudget
     assert sorted(objects) == sorted(set(everything) - webhook)
     assert ("Service", "volcano-system", "volcano-admission-service") not in objects
 
@@ -299,8 +307,7 @@ def test_webhook_switch_removes_only_the_webhook() -> None:
         {"image": {"pullPolicy": "Sometimes"}},
         {"webhook": {"enabledAdmission": ["/jobs/admit"]}},
         {"webhook": {"enabledAdmission": []}},
-        # Several replicas would each generate their own certificate.
-        {"webhook": {"replicas": 2}},
+        {"webhook": {"podsFailurePolicy": "Sometimes"}},
     ],
 )
 def test_values_schema_rejects_nonsense(values: dict) -> None:
