@@ -5,11 +5,13 @@ larger; an UPDATE review carries the object and the old object, and the envelope
 options) is small. ``MAX_BODY`` = 2 × 3 MiB + 1 MiB. A parsed JSON document takes up to about
 27 times its size in Python objects (measured: 7 MiB of ``[{},{},…]`` grows the heap by
 190 MB), so the limit alone does not keep the server under its 512 Mi; the byte budget does.
+Measured with ``benchmarks/webhook_bench.py --memory``: one such review takes the process to
+345 MiB peak RSS, eight sent at once 411 MiB (one is taken at a time, the rest shed).
 
 **In-flight budget.** A request holds its body length (``MAX_BODY`` when it sends none) from
 arrival until a worker is finished with it; ``MAX_INFLIGHT_BYTES`` admits one review of the
 largest size next to many ordinary ones (a pod review is a few KB), which bounds parsing to
-about 220 MB on top of the process's ~100 MB. ``MAX_INFLIGHT`` bounds the number of requests.
+about 220 MB on top of the process's ~80 MB. ``MAX_INFLIGHT`` bounds the number of requests.
 Over either bound a request is shed at once with HTTP 429 and ``Retry-After``: the API server
 treats a 429 from a webhook as a transient failure and retries it with back-off within its
 own timeout (possibly on the other replica behind the Service), and then applies the

@@ -1,0 +1,342 @@
+"""Admission webhook under load: latency and errors at a fixed request rate, and memory under
+the largest reviews.
+
+``python benchmarks/webhook_bench.py`` starts the test control plane (etcd + kube-apiserver,
+``hack/build-control-plane.sh``), opens queues ``root`` and ``default``, and runs
+``stromboli webhook-manager`` against it with the chart's client limits (``--kube-api-qps=50
+--kube-api-burst=100``), serving TLS on 127.0.0.1. A second process sends AdmissionReviews
+open-loop (each request at its scheduled time, whatever the answers do) at ``--rate`` per
+second for ``--seconds``: a round-robin of ``/jobs/validate``, ``/queues/validate``,
+``/pods/mutate`` and ``/pods/validate``, each URL carrying ``?timeout=10s`` as the API server
+sends it and waited for at most 10 s. It prints p50/p99/max latency per path and overall, the
+answers by HTTP status, timeouts and connection errors, the last answer's lag after the last
+send (a backlog shows here), and the server's own outcome counters.
+
+``--memory`` then sends reviews just under the 7 MiB body limit, several at once, and prints
+the server's peak RSS (``VmHWM``) before and after.
+
+Figures go to stdout; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from collections import Counter, defaultdict
+from pathlib import Path
+
+PATHS = ("/jobs/validate", "/queues/validate", "/pods/mutate", "/pods/validate")
+QUEUES = "/apis/scheduling.volcano.sh/v1beta1/queues"
+
+
+# --- reviews ---------------------------------------------------------------------------------
+
+
+def _review(kind: tuple[str, str, str, str], obj: dict, operation: str = "CREATE") -> dict:
+    group, version, name, resource = kind
+    meta = obj.get("metadata") or {}
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": str(uuid.uuid4()),
+            "kind": {"group": group, "version": version, "kind": name},
+            "resource": {"group": group, "version": version, "resource": resource},
+            "operation": operation,
+            "name": meta.get("name", ""),
+            "namespace": meta.get("namespace", ""),
+            "object": obj,
+            "userInfo": {"username": "bench", "groups": ["system:authenticated"]},
+        },
+    }
+
+
+def reviews() -> dict[str, bytes]:
+    container = {
+        "name": "main",
+        "image": "busybox",
+        "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1"}},
+    }
+    job = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "bench", "namespace": "default"},
+        "spec": {
+            "queue": "default",
+            "schedulerName": "volcano",
+            "minAvailable": 3,
+            "maxRetry": 3,
+            "tasks": [
+                {
+                    "name": "worker",
+                    "replicas": 3,
+                    "minAvailable": 3,
+                    "maxRetry": 3,
+                    "template": {"spec": {"containers": [container]}},
+                }
+            ],
+        },
+    }
+    queue = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": "bench-q"},
+        "spec": {"weight": 1, "reclaimable": True, "capability": {"cpu": "100"}},
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "bench-worker-0",
+            "namespace": "default",
+            "annotations": {"scheduling.k8s.io/group-name": "bench"},
+        },
+        "spec": {"schedulerName": "volcano", "containers": [container]},
+    }
+    pod_kind = ("", "v1", "Pod", "pods")
+    bodies = {
+        "/jobs/validate": _review(("batch.volcano.sh", "v1alpha1", "Job", "jobs"), job),
+        "/queues/validate": _review(("scheduling.volcano.sh", "v1beta1", "Queue", "queues"), queue),
+        "/pods/mutate": _review(pod_kind, pod),
+        "/pods/validate": _review(pod_kind, pod),
+    }
+    return {path: json.dumps(body).encode() for path, body in bodies.items()}
+
+
+# --- the load process ------------------------------------------------------------------------
+
+
+async def load(base: str, ca: str, rate: float, seconds: float) -> dict:
+    import aiohttp
+
+    trust = ssl.create_default_context(cafile=ca)
+    bodies = reviews()
+    latencies: dict[str, list[float]] = defaultdict(list)
+    statuses: Counter[str] = Counter()
+    last_answer = 0.0
+    connector = aiohttp.TCPConnector(limit=0, ssl=trust)
+    timeout = aiohttp.ClientTimeout(total=10)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as http:
+
+        async def one(path: str) -> None:
+            nonlocal last_answer
+            started = time.perf_counter()
+            try:
+                async with http.post(
+                    f"{base}{path}?timeout=10s",
+                    data=bodies[path],
+                    headers={"Content-Type": "application/json"},
+                ) as response:
+                    await response.read()
+                    statuses[str(response.status)] += 1
+                    if response.status == 200:
+                        latencies[path].append(time.perf_counter() - started)
+            except TimeoutError:
+                statuses["timeout"] += 1
+            except aiohttp.ClientError as err:
+                statuses[f"error {type(err).__name__}"] += 1
+            last_answer = max(last_answer, time.perf_counter())
+
+        total = int(rate * seconds)
+        tasks = []
+        t0 = time.perf_counter()
+        for i in range(total):
+            delay = t0 + i / rate - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(one(PATHS[i % len(PATHS)])))
+        last_send = time.perf_counter()
+        await asyncio.gather(*tasks)
+    return {
+        "sent": total,
+        "send_seconds": last_send - t0,
+        "lag_after_last_send": last_answer - last_send,
+        "latencies": latencies,
+        "statuses": dict(statuses),
+    }
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def report(result: dict) -> None:
+    every = [x for values in result["latencies"].values() for x in values]
+    print(f"sent {result['sent']} reviews in {result['send_seconds']:.1f} s")
+    print(f"{'path':<18} {'n':>6} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
+    for path in (*PATHS, "all"):
+        values = every if path == "all" else result["latencies"].get(path, [])
+        print(
+            f"{path:<18} {len(values):>6} {1000 * _percentile(values, 0.5):>8.2f} "
+            f"{1000 * _percentile(values, 0.99):>8.2f} {1000 * max(values, default=0):>8.2f}"
+        )
+    print("answers:", json.dumps(result["statuses"], sort_keys=True))
+    ok = result["statuses"].get("200", 0)
+    print(f"errors: {result['sent'] - ok} of {result['sent']}")
+    print(f"last answer {result['lag_after_last_send'] * 1000:.0f} ms after the last send")
+    if every:
+        print(f"mean {1000 * statistics.fmean(every):.2f} ms")
+
+
+# --- the server ------------------------------------------------------------------------------
+
+
+def _wait_ready(url: str, process: subprocess.Popen, log: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            sys.exit(f"webhook-manager exited:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            pass  # not listening yet
+        time.sleep(0.2)
+    sys.exit(f"webhook-manager not ready after {timeout:.0f}s:\n{log.read_text()[-3000:]}")
+
+
+def peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def memory_probe(base: str, ca: str, concurrent: int) -> dict[str, int]:
+    import aiohttp
+
+    from stromboli.webhooks.limits import MAX_BODY
+
+    # [{},{},...] is the costliest JSON per byte (~27x when parsed).
+    filler = b"{}," * ((MAX_BODY - 4096) // 3)
+    head = _review(("", "v1", "Pod", "pods"), {"kind": "Pod", "metadata": {"name": "m"}})
+    text = json.dumps(head).encode()
+    marker = b'"object": {'
+    at = text.index(marker) + len(marker)
+    body = text[:at] + b'"pad": [' + filler + b"{}], " + text[at:]
+    statuses: Counter[str] = Counter()
+    trust = ssl.create_default_context(cafile=ca)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=trust)) as http:
+
+        async def one() -> None:
+            async with http.post(f"{base}/pods/validate?timeout=10s", data=body) as response:
+                await response.read()
+                statuses[str(response.status)] += 1
+
+        for _ in range(3):
+            await asyncio.gather(*(one() for _ in range(concurrent)))
+    return {"body_bytes": len(body), **statuses}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rate", type=float, default=200.0)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--memory", action="store_true", help="also the memory probe")
+    parser.add_argument("--load", nargs=2, metavar=("BASE", "CA"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.load:  # the second process
+        result = asyncio.run(load(args.load[0], args.load[1], args.rate, args.seconds))
+        print(json.dumps(result))
+        return
+
+    from stromboli.core.api.crds import build_crds
+    from stromboli.core.devcluster import ControlPlane, build_control_plane
+    from stromboli.core.devcluster.controlplane import free_port
+    from stromboli.webhooks.tls import self_signed
+
+    run_dir = Path(tempfile.mkdtemp(prefix="webhook-bench-"))
+    with ControlPlane(build_control_plane(), run_dir=run_dir, nodes=0) as cp:
+        cp.apply_manifests(build_crds())
+        for name in ("root", "default"):
+            spec = {"weight": 1, "reclaimable": True}
+            body = {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "Queue",
+                "metadata": {"name": name},
+                "spec": spec,
+            }
+            try:
+                cp.client.post(QUEUES, body)
+            except Exception as err:  # root may be made by the CRD install in time
+                print(f"queue {name}: {err}", file=sys.stderr)
+            cp.client.patch(f"{QUEUES}/{name}/status", {"status": {"state": "Open"}})
+        certificate = self_signed(["127.0.0.1"])
+        for name, data in (
+            ("tls.crt", certificate.cert_pem),
+            ("tls.key", certificate.key_pem),
+            ("ca.crt", certificate.ca_pem),
+        ):
+            (run_dir / name).write_bytes(data)
+        port, health = free_port(), free_port()
+        log = run_dir / "webhook-manager.log"
+        server = subprocess.Popen(
+            [
+                str(Path(sys.executable).with_name("stromboli")),
+                "webhook-manager",
+                f"--kubeconfig={cp.kubeconfig_path}",
+                "--listen-address=127.0.0.1",
+                f"--port={port}",
+                f"--tls-cert-file={run_dir / 'tls.crt'}",
+                f"--tls-private-key-file={run_dir / 'tls.key'}",
+                f"--ca-cert-file={run_dir / 'ca.crt'}",
+                "--enable-healthz=true",
+                f"--healthz-address=127.0.0.1:{health}",
+                "--kube-api-qps=50",
+                "--kube-api-burst=100",
+                "--v=1",
+            ],
+            stdout=log.open("ab"),
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            _wait_ready(f"http://127.0.0.1:{health}/readyz", server, log)
+            base = f"https://127.0.0.1:{port}"
+            print(f"webhook-manager pid {server.pid}, peak RSS {peak_rss_mib(server.pid):.0f} MiB")
+            print(f"load: {args.rate:.0f} req/s for {args.seconds:.0f} s, {', '.join(PATHS)}")
+            loader = subprocess.run(
+                [
+                    *(sys.executable, __file__, "--load", base, str(run_dir / "ca.crt")),
+                    *(f"--rate={args.rate}", f"--seconds={args.seconds}"),
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            report(json.loads(loader.stdout.strip().splitlines()[-1]))
+            with urllib.request.urlopen(f"http://127.0.0.1:{health}/metrics") as answer:
+                for line in answer.read().decode().splitlines():
+                    if line.startswith("stromboli_webhook_requests_total"):
+                        print("server:", line)
+            print(f"webhook-manager peak RSS {peak_rss_mib(server.pid):.0f} MiB")
+            if args.memory:
+                for concurrent in (1, 2, 8):
+                    statuses = asyncio.run(memory_probe(base, str(run_dir / "ca.crt"), concurrent))
+                    print(
+                        f"memory probe: {concurrent} at once x3, answers {statuses}; "
+                        f"peak RSS {peak_rss_mib(server.pid):.0f} MiB"
+                    )
+        finally:
+            server.terminate()
+            began = time.monotonic()
+            code = server.wait(60)
+            print(f"SIGTERM: exited {code} after {time.monotonic() - began:.2f} s")
+            os.environ.get("KEEP_BENCH_DIR") or print(f"logs in {run_dir}")
+
+
+if __name__ == "__main__":
+    main()
