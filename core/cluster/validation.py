@@ -1,8 +1,11 @@
-"""Object-metadata checks the API server applies to every kind.
+"""Checks the API server applies to objects before storing them.
 
-The memory store runs them so that an object the simulator accepts would also be accepted by a
-real cluster (an integer label value from careless YAML, an upper-case name). Each check returns
-a list of causes in the API server's ``field: problem`` style; empty means valid.
+Metadata checks (every kind) are run by the memory store, so that an object the simulator
+accepts would also be accepted by a real cluster (an integer label value from careless YAML, an
+upper-case name). The kind-specific ones (:func:`object_problems`, :func:`status_problems`:
+pods without containers, negative or malformed resource amounts of pods, nodes and
+ResourceQuotas) are run by the simulator's admission on everything it stores. Each check
+returns a list of causes in the API server's ``field: problem`` style; empty means valid.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from stromboli.core.api.quantity import QuantityError, parse_quantity
 from stromboli.core.cluster.errors import group_of
 from stromboli.core.cluster.selectors import SelectorError, validate_label_key, validate_label_value
 
@@ -109,3 +113,141 @@ def _label_problems(key: Any, value: Any) -> list[str]:
         _VALID_LABELS.clear()
     _VALID_LABELS.add((key, value))
     return []
+
+
+# --- kind-specific checks: what the API server's own validation refuses -------------------------
+
+_QUANTITY_PATTERN = "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+_QUANTITY_SYNTAX = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
+#: (resource name, value) pairs already found valid and non-negative (they recur on every pod).
+_VALID_QUANTITIES: set[tuple[str, Any]] = set()
+
+
+def _quote(value: Any) -> str:
+    return '"' + str(value).replace('"', '\\"') + '"'
+
+
+def resource_list_problems(path: str, resources: Any) -> list[str]:
+    """Each amount of a ResourceList (``requests``, ``allocatable``, ``hard``) a valid, non-
+    negative quantity, in the API server's words
+    (``spec.hard[cpu]: Invalid value: "-1": must be greater than or equal to 0``)."""
+    if resources is None:
+        return []
+    if not isinstance(resources, Mapping):
+        return [f"{path}: Invalid value: {_quote(resources)}: must be a map of quantities"]
+    problems: list[str] = []
+    for name, value in resources.items():
+        try:
+            pair = (name, value)
+            if pair in _VALID_QUANTITIES:
+                continue
+        except TypeError:  # an unhashable value: not a quantity
+            pair = None
+        where = f"{path}[{name}]"
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            problems.append(f"{where}: Invalid value: {_quote(value)}: must be a quantity")
+            continue
+        try:
+            amount = parse_quantity(value)
+        except QuantityError as err:
+            if isinstance(value, str) and not _QUANTITY_SYNTAX.match(value):
+                detail = f"quantities must match the regular expression {_QUANTITY_PATTERN}"
+            else:  # well formed, but beyond what a quantity can hold
+                detail = str(err).removeprefix("quantity: ")
+            problems.append(f"{where}: Invalid value: {_quote(value)}: {detail}")
+            continue
+        if amount < 0:
+            problems.append(
+                f"{where}: Invalid value: {_quote(value)}: must be greater than or equal to 0"
+            )
+            continue
+        if pair is not None:
+            if len(_VALID_QUANTITIES) >= _VALID_LABELS_LIMIT:
+                _VALID_QUANTITIES.clear()
+            _VALID_QUANTITIES.add(pair)
+    return problems
+
+
+def _container_problems(path: str, container: Any) -> list[str]:
+    if not isinstance(container, Mapping):
+        return [f"{path}: Invalid value: {_quote(container)}: must be an object"]
+    problems: list[str] = []
+    if not container.get("name"):
+        problems.append(f"{path}.name: Required value")
+    resources = container.get("resources")
+    if resources is None:
+        return problems
+    if not isinstance(resources, Mapping):
+        return [
+            *problems,
+            f"{path}.resources: Invalid value: {_quote(resources)}: must be an object",
+        ]
+    for part in ("limits", "requests"):
+        problems += resource_list_problems(f"{path}.resources.{part}", resources.get(part))
+    if problems:
+        return problems
+    limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
+    for name, request in requests.items():
+        if name in limits and parse_quantity(request) > parse_quantity(limits[name]):
+            problems.append(
+                f"{path}.resources.requests: Invalid value: {_quote(request)}: must be less "
+                f"than or equal to {name} limit of {limits[name]}"
+            )
+    return problems
+
+
+def pod_spec_problems(path: str, spec: Any) -> list[str]:
+    """A pod spec with at least one container, each named, its requests and limits valid
+    quantities, none negative, no request above its limit; the overhead likewise."""
+    if not isinstance(spec, Mapping):
+        return (
+            [f"{path}: Required value"]
+            if spec is None
+            else [f"{path}: Invalid value: {_quote(spec)}: must be an object"]
+        )
+    problems: list[str] = []
+    containers = spec.get("containers")
+    if not containers:
+        problems.append(f"{path}.containers: Required value")
+    for group in ("initContainers", "containers"):
+        items = spec.get(group)
+        if items is None:
+            continue
+        if not isinstance(items, list):
+            problems.append(f"{path}.{group}: Invalid value: {_quote(items)}: must be a list")
+            continue
+        for index, container in enumerate(items):
+            problems += _container_problems(f"{path}.{group}[{index}]", container)
+    problems += resource_list_problems(f"{path}.overhead", spec.get("overhead"))
+    return problems
+
+
+def _part(obj: Mapping[str, Any], name: str) -> Any:
+    value = obj.get(name)
+    return value if isinstance(value, Mapping) else {}
+
+
+def object_problems(api_version: str, kind: str, obj: Mapping[str, Any]) -> list[str]:
+    """What the API server's validation of ``kind`` refuses beyond metadata and status: pods
+    without containers or with negative or malformed resource amounts, ResourceQuotas with
+    negative amounts. Other kinds: nothing."""
+    if api_version != "v1":
+        return []
+    if kind == "Pod":
+        return pod_spec_problems("spec", obj.get("spec"))
+    if kind == "ResourceQuota":
+        return resource_list_problems("spec.hard", _part(obj, "spec").get("hard"))
+    if kind == "PodTemplate":
+        return pod_spec_problems("template.spec", _part(obj, "template").get("spec"))
+    return []
+
+
+def status_problems(api_version: str, kind: str, obj: Mapping[str, Any]) -> list[str]:
+    """What the API server refuses in a status write: a node's negative or malformed
+    capacity and allocatable amounts."""
+    if api_version != "v1" or kind != "Node":
+        return []
+    status = _part(obj, "status")
+    return resource_list_problems("status.capacity", status.get("capacity")) + (
+        resource_list_problems("status.allocatable", status.get("allocatable"))
+    )

@@ -8,9 +8,15 @@ stops the run with the webhook's message, as ``kubectl create`` would fail.
 
 from __future__ import annotations
 
+from typing import Any
+
 from stromboli.core.api import constants as k
+from stromboli.core.cluster.validation import object_problems, status_problems
+from stromboli.webhooks.rules.cronjob import validate_cronjob
+from stromboli.webhooks.rules.hypernode import validate_hypernode
 from stromboli.webhooks.rules.job import admission_message, validate_job_create
-from stromboli.webhooks.rules.mutate import mutate_podgroup, mutate_queue
+from stromboli.webhooks.rules.jobflow import validate_jobflow
+from stromboli.webhooks.rules.mutate import mutate_job, mutate_podgroup, mutate_queue
 from stromboli.webhooks.rules.pod import validate_pod_create
 from stromboli.webhooks.rules.podgroup import validate_podgroup_create
 from stromboli.webhooks.rules.queue import validate_queue
@@ -43,6 +49,8 @@ class Admission:
         self.queues: dict[str, dict] = {
             name: _open_queue(name) for name in (k.ROOT_QUEUE, k.DEFAULT_QUEUE)
         }
+        #: HyperNodes admitted so far, for the member-cycle check.
+        self.hypernodes: dict[str, dict] = {}
 
     @staticmethod
     def _refuse(webhook: str, errors: list[str]) -> None:
@@ -51,10 +59,21 @@ class Admission:
                 f'admission webhook "{webhook}" denied the request: {admission_message(errors)}'
             )
 
+    @staticmethod
+    def _invalid(kind: str, name: str, problems: list[str]) -> None:
+        """The API server's own refusal (``Pod "p" is invalid: spec.containers: ...``)."""
+        if problems:
+            raise AdmissionError(f'{kind} "{name}" is invalid: ' + ", ".join(problems))
+
     def admit(self, obj: dict) -> dict:
         kind = obj.get("kind")
         api_version = obj.get("apiVersion")
         meta = obj.get("metadata") or {}
+        if api_version == k.CORE_V1 and isinstance(kind, str):
+            problems = object_problems(api_version, kind, obj)
+            self._invalid(
+                kind, str(meta.get("name")), problems + status_problems(api_version, kind, obj)
+            )
         if kind == "PriorityClass":
             value = int(obj.get("value") or 0)
             self.priority_classes[meta["name"]] = value
@@ -83,7 +102,33 @@ class Admission:
         elif kind == "Pod":
             self._refuse("validatepod.volcano.sh", validate_pod_create(obj, self.scheduler_names))
             return self.pod_priority(obj)
+        elif kind == "CronJob" and api_version == k.BATCH_V1ALPHA1:
+            self._refuse("validatecronjob.volcano.sh", validate_cronjob(obj))
+            self._refuse("validatecronjob.volcano.sh", self._job_template_problems(obj))
+        elif kind == "JobFlow" and api_version == k.FLOW_V1ALPHA1:
+            self._refuse("validatejobflow.volcano.sh", validate_jobflow(obj))
+        elif kind == "HyperNode" and api_version == k.TOPOLOGY_V1ALPHA1:
+            self._refuse("validatehypernode.volcano.sh", validate_hypernode(obj, self.hypernodes))
+            self.hypernodes[meta["name"]] = obj
         return obj
+
+    def _job_template_problems(self, cronjob: dict[str, Any]) -> list[str]:
+        """The CronJob's jobTemplate checked now as the job webhook will check every job it
+        makes, so that a bad template is refused once at the start rather than on every run."""
+        spec = cronjob.get("spec") or {}
+        template = spec.get("jobTemplate") or {}
+        name = f"{(cronjob.get('metadata') or {}).get('name')}-0"
+        job = {
+            "apiVersion": k.BATCH_V1ALPHA1,
+            "kind": "Job",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": template.get("spec") or {},
+        }
+        job = mutate_job(job)
+        # The queue may arrive later than the CronJob; it is checked when each job is made.
+        queue = str((job.get("spec") or {}).get("queue") or k.DEFAULT_QUEUE)
+        errors = validate_job_create(job, {**self.queues, queue: _open_queue(queue)})
+        return [f"spec.jobTemplate: {e}" for e in errors]
 
     def pod_priority(self, pod: dict) -> dict:
         spec = pod.get("spec") or {}
