@@ -50,12 +50,17 @@ FAILURE_POLICIES: Final = ("Ignore", "Fail")
 SERVICE_ACCOUNT_NAMESPACE: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
+DEFAULT_NAMESPACE: Final = "volcano-system"
+"""Where deploy/ installs the webhook: exempt when nothing better says where we run."""
+
+
 def own_namespace() -> str:
-    """The namespace this process runs in, from its service account ("" outside a pod)."""
+    """The namespace this process runs in, from its service account; outside a pod (a URL
+    registration from a developer's machine or a test) the namespace deploy/ uses."""
     try:
-        return SERVICE_ACCOUNT_NAMESPACE.read_text().strip()
+        return SERVICE_ACCOUNT_NAMESPACE.read_text().strip() or DEFAULT_NAMESPACE
     except OSError:
-        return ""
+        return DEFAULT_NAMESPACE
 
 
 @dataclass(frozen=True, slots=True)

@@ -429,3 +429,35 @@ def test_cli_refuses_bad_flags_before_serving(tmp_path: Path) -> None:
     result = runner.invoke(main, ["webhook-manager", "--tls-cert-file", str(tmp_path / "tls.crt")])
     assert result.exit_code == 2
     assert "--tls-cert-file and --tls-private-key-file go together" in result.output
+
+
+def test_pod_webhooks_are_scoped_and_exempt_in_every_mode() -> None:
+    for target in (
+        ClientTarget(namespace="ops", service_name="svc"),
+        ClientTarget(url="https://127.0.0.1:1", exempt_namespace="volcano-system"),
+    ):
+        config = webhook_configuration(SERVICES["/pods/validate"], target, b"CA")
+        ours, enrolled = config["webhooks"]
+        assert (ours["name"], enrolled["name"]) == (
+            "validatepod.volcano.sh",
+            "enrolled.validatepod.volcano.sh",
+        )
+        assert {ours["failurePolicy"], enrolled["failurePolicy"]} == {"Ignore"}
+        for hook in (ours, enrolled):
+            exempt = hook["namespaceSelector"]["matchExpressions"][0]
+            assert exempt["operator"] == "NotIn"
+            assert "kube-system" in exempt["values"]
+            assert (target.namespace or "volcano-system") in exempt["values"]
+        enrol = [e for e in enrolled["namespaceSelector"]["matchExpressions"][1:]]
+        assert enrol == [{"key": "stromboli.dev/enroll", "operator": "In", "values": ["true"]}]
+        assert ours["namespaceSelector"]["matchExpressions"][1]["operator"] == "NotIn"
+        assert ours["matchConditions"][0]["expression"] == (
+            "has(object.spec.schedulerName) && object.spec.schedulerName in ['volcano']"
+        )
+    strict = ClientTarget(namespace="ops", service_name="svc", pods_failure_policy="Fail")
+    hooks = webhook_configuration(SERVICES["/pods/mutate"], strict, b"CA")["webhooks"]
+    assert [h["failurePolicy"] for h in hooks] == ["Fail", "Fail"]
+    (job_hook,) = webhook_configuration(SERVICES["/jobs/validate"], strict, b"CA")["webhooks"]
+    assert job_hook["failurePolicy"] == "Fail"
+    with pytest.raises(ValueError, match="'Sometimes' is not one of Ignore, Fail"):
+        ClientTarget(pods_failure_policy="Sometimes")
