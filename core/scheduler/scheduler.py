@@ -168,6 +168,8 @@ class Scheduler:
             ssn.jobs[task.job_id].update_status(task, TaskStatus.BOUND)
         changes = collect(ssn, format_time(now))
         await self.writer.write(changes)
+        for job, error in ssn.outcome.set_aside:
+            self.cache.quarantine.reject(job.podgroup, error, "PodGroup")
         await self.cache.quarantine.publish(self.writer.recorder)
         stats.write_seconds = time.perf_counter() - write_started
         stats.bind_attempts = len(ssn.outcome.binds)

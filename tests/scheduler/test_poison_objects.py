@@ -175,3 +175,29 @@ def test_quarantine_accepts_objects_without_usable_metadata() -> None:
 def test_log_safe_escapes_control_characters_and_cuts() -> None:
     assert log_safe("a\nb\x1b[31m") == "a\\nb\\x1b[31m"
     assert len(log_safe("y" * 5000, limit=100)) == 100
+
+
+async def test_job_that_breaks_a_plugin_is_set_aside_and_others_are_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from stromboli.core.scheduler.actions import allocate
+
+    real_place = allocate.place
+
+    def place(ssn, task):  # type: ignore[no-untyped-def]
+        if task.job_id == "default/cursed":
+            raise ValueError("metadata.annotations[x]: unreadable")
+        return real_place(ssn, task)
+
+    monkeypatch.setattr(allocate, "place", place)
+    c = await cluster(tmp_path)
+    await c.add(node("n1"), podgroup("cursed", 2), podgroup("fine", 1))
+    await c.add(
+        pod("cursed-0", group="cursed", cpu="1"),
+        pod("cursed-1", group="cursed", cpu="1"),
+        pod("fine-0", group="fine", cpu="1"),
+    )
+    stats = await c.run()
+    assert [t.name for t in stats.bound_tasks] == ["fine-0"]
+    (event,) = await c.events(reason=REASON, name="cursed")
+    assert "metadata.annotations[x]" in event["message"]

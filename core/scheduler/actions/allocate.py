@@ -19,6 +19,7 @@ from stromboli.core.scheduler.framework.conditions import terminating_members_on
 from stromboli.core.scheduler.framework.filters import FitErrors
 from stromboli.core.scheduler.framework.plugin import Action, register_action
 from stromboli.core.scheduler.framework.session import Session
+from stromboli.core.scheduler.framework.statement import Statement
 from stromboli.core.scheduler.util.placement import place
 from stromboli.core.scheduler.util.queues import PriorityQueue, QueueJobs
 
@@ -94,7 +95,10 @@ class AllocateAction(Action):
                         if not t.best_effort and not t.gated
                     ],
                 )
-            self.allocate_job(ssn, queue, job, tasks, jobs, failed.setdefault(job.uid, set()))
+            try:
+                self.allocate_job(ssn, queue, job, tasks, jobs, failed.setdefault(job.uid, set()))
+            except Exception as err:  # crash-only: a job that breaks a plugin waits alone
+                ssn.outcome.set_aside.append((job, err))
             plan.requeue(queue)
 
     @staticmethod
@@ -108,6 +112,27 @@ class AllocateAction(Action):
     ) -> None:
         failed_roles = set() if failed_roles is None else failed_roles
         stmt = ssn.statement()
+        try:
+            AllocateAction._fill(ssn, queue, job, tasks, jobs, failed_roles, stmt)
+        except Exception:
+            stmt.discard()
+            raise
+        if ssn.job_ready(job):
+            stmt.commit("allocate")
+        elif not ssn.job_pipelined(job):
+            stmt.discard()
+
+    @staticmethod
+    def _fill(
+        ssn: Session,
+        queue: QueueInfo,
+        job: JobInfo,
+        tasks: PriorityQueue[TaskInfo],
+        jobs: PriorityQueue[JobInfo],
+        failed_roles: set[str],
+        stmt: Statement,
+    ) -> None:
+        """Place the job's pending tasks one by one on ``stmt`` until it is ready."""
         while tasks:
             task = tasks.pop()
             if task.role and task.role in failed_roles:
@@ -131,7 +156,3 @@ class AllocateAction(Action):
             if ssn.job_ready(job) and tasks:
                 jobs.push(job)
                 break
-        if ssn.job_ready(job):
-            stmt.commit("allocate")
-        elif not ssn.job_pipelined(job):
-            stmt.discard()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from stromboli.core.scheduler.api.job import TaskInfo
+from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 
 
 @dataclass(slots=True)
@@ -18,3 +18,6 @@ class Eviction:
 class SessionOutcome:
     binds: list[tuple[TaskInfo, str]] = field(default_factory=list)
     evictions: list[Eviction] = field(default_factory=list)
+    #: Jobs an action could not work on (an error in a plugin on this job's data): their
+    #: statements were discarded, and the scheduler reports them and goes on with the rest.
+    set_aside: list[tuple[JobInfo, Exception]] = field(default_factory=list)
