@@ -13,7 +13,12 @@ import yaml
 from stromboli.core.scheduler.conf import ConfigError
 from stromboli.core.scheduler.metrics import SchedulerMetrics
 from stromboli.core.simulate.durations import parse_duration
-from stromboli.core.simulate.engine import DEFAULT_MAX_TIME, Simulation, SimulationResult
+from stromboli.core.simulate.engine import (
+    DEFAULT_MAX_CRON_RUNS,
+    DEFAULT_MAX_TIME,
+    Simulation,
+    SimulationResult,
+)
 from stromboli.core.simulate.loader import SimulationInputError, load
 from stromboli.core.simulate.output import as_list
 
@@ -41,6 +46,7 @@ async def _simulate(
     max_time: float,
     show_progress: bool,
     metrics: SchedulerMetrics | None = None,
+    max_cron_runs: int = DEFAULT_MAX_CRON_RUNS,
 ) -> tuple[SimulationResult, dict]:
     objects = load(list(files))
     progress = None
@@ -49,7 +55,9 @@ async def _simulate(
         progress, on_progress = _progress(len(objects))
         progress.start()
     try:
-        result = await Simulation(objects, conf, max_time, on_progress, metrics).run()
+        result = await Simulation(
+            objects, conf, max_time, on_progress, metrics, max_cron_runs
+        ).run()
     finally:
         if progress is not None:
             progress.stop()
@@ -88,6 +96,14 @@ async def _simulate(
     help="Stop the virtual clock here (a duration such as 2h); default 30 days.",
 )
 @click.option(
+    "--max-cron-runs",
+    default=DEFAULT_MAX_CRON_RUNS,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Jobs each CronJob may create in one run; then the simulator suspends it (a cron "
+    "timer never runs out, so this bounds the run).",
+)
+@click.option(
     "--progress/--no-progress",
     default=None,
     help="Progress bar on stderr (default: when stderr is a terminal).",
@@ -99,6 +115,7 @@ def simulate(
     html_path: str | None,
     metrics_path: str | None,
     max_time: str | None,
+    max_cron_runs: int,
     progress: bool | None,
 ) -> None:
     """Simulate FILES (Kubernetes YAML: Nodes, Queues, PodGroups, Pods, ...) on a virtual clock.
@@ -111,9 +128,13 @@ def simulate(
         limit = parse_duration(max_time, "--max-time") if max_time else DEFAULT_MAX_TIME
         show = sys.stderr.isatty() if progress is None else progress
         metrics = SchedulerMetrics() if metrics_path else None
-        result, final = asyncio.run(_simulate(files, scheduler_conf, limit, show, metrics))
+        result, final = asyncio.run(
+            _simulate(files, scheduler_conf, limit, show, metrics, max_cron_runs)
+        )
     except (SimulationInputError, ConfigError, ValueError) as err:
         raise click.ClickException(str(err)) from None
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
     if metrics is not None and metrics_path:
         try:
             Path(metrics_path).write_bytes(metrics.exposition())

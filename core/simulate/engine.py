@@ -5,6 +5,11 @@ the pod lifecycle, and samples the cluster. While a step changes something the c
 second (one cycle per simulated second, like ``--schedule-period=1s``); when nothing changed,
 nothing can change before the next arrival or pod completion, so the clock jumps there. The run
 ends when no arrival or completion is left (or at ``max_time``).
+
+A CronJob's timer never runs out, so each CronJob may create at most ``max_cron_runs`` jobs
+(:data:`DEFAULT_MAX_CRON_RUNS`) in one run; then the simulator suspends it (``spec.suspend``,
+as an operator would) and says so in :attr:`SimulationResult.notes`. Without the cap a
+``* * * * *`` schedule would make 43,200 jobs over the default 30-day horizon.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ KIND_RANK = {
     "PodGroup": 6,
 }
 DEFAULT_MAX_TIME = 30 * 24 * 3600.0
+DEFAULT_MAX_CRON_RUNS = 1000
 
 
 @dataclass(slots=True)
@@ -62,6 +68,8 @@ class SimulationResult:
     hit_max_time: bool = False
     #: Per cycle: (decision seconds, pods bound), for benchmarks.
     cycle_figures: list[tuple[float, int]] = field(default_factory=list)
+    #: What the simulator itself decided and the reader should know (a CronJob stopped).
+    notes: list[str] = field(default_factory=list)
 
 
 class Simulation:
@@ -72,6 +80,7 @@ class Simulation:
         max_time: float = DEFAULT_MAX_TIME,
         on_progress: Callable[[float, int], None] | None = None,
         metrics: SchedulerMetrics | None = None,
+        max_cron_runs: int = DEFAULT_MAX_CRON_RUNS,
     ) -> None:
         self.arrivals = sorted(objects, key=lambda o: (o.submit_at, KIND_RANK.get(o.kind, 7)))
         self.clock = VirtualClock()
@@ -84,7 +93,12 @@ class Simulation:
         # The vcjob controller; pods it creates pass the same admission as the input's.
         self.controller = JobController(self.store, self.clock, mutate_pod=self.admission.admit)
         # CronJobs and JobFlows: the jobs they create get the job webhook's defaults and checks.
-        self.cronjobs = CronJobController(self.store, self.clock, mutate_job=self._admit_job)
+        self.cronjobs = CronJobController(self.store, self.clock, mutate_job=self._admit_cron_job)
+        self.max_cron_runs = max_cron_runs
+        #: Jobs made per CronJob (namespace, name), and those that reached the cap.
+        self.cron_runs: dict[tuple[str, str], int] = {}
+        self._cron_capped: list[tuple[str, str]] = []
+        self.notes: list[str] = []
         self.jobflows = JobFlowController(self.store, self.clock, mutate_job=self._admit_job)
         self.max_time = max_time
         self.on_progress = on_progress
@@ -95,8 +109,42 @@ class Simulation:
     def _admit_job(self, job: dict) -> dict:
         return self.admission.admit(mutate_job(job))
 
+    def _admit_cron_job(self, job: dict) -> dict:
+        meta = job.get("metadata") or {}
+        owner = next(
+            (r["name"] for r in meta.get("ownerReferences") or () if r.get("kind") == "CronJob"),
+            None,
+        )
+        if owner is not None:
+            key = (str(meta.get("namespace") or "default"), str(owner))
+            self.cron_runs[key] = self.cron_runs.get(key, 0) + 1
+            if self.cron_runs[key] == self.max_cron_runs:
+                self._cron_capped.append(key)
+        return self._admit_job(job)
+
+    async def _suspend_capped_cronjobs(self) -> int:
+        """Suspend the CronJobs that made their last allowed job (see the module docstring)."""
+        changed = 0
+        while self._cron_capped:
+            namespace, name = self._cron_capped.pop()
+            try:
+                cronjob = await self.store.get(k.BATCH_V1ALPHA1, "CronJob", name, namespace)
+                cronjob["spec"] = {**(cronjob.get("spec") or {}), "suspend": True}
+                await self.store.update(cronjob)
+            except ApiError as err:
+                self.notes.append(f"CronJob {namespace}/{name}: could not be suspended: {err}")
+                continue
+            changed += 1
+            self.notes.append(
+                f"CronJob {namespace}/{name}: suspended at {self.clock.seconds:.0f}s after "
+                f"{self.max_cron_runs} runs (the simulator's limit; change it with "
+                "--max-cron-runs)"
+            )
+        return changed
+
     async def _step_controllers(self) -> int:
         changed = await self.cronjobs.step()
+        changed += await self._suspend_capped_cronjobs()
         changed += await self.jobflows.step()
         return changed + await self.controller.step()
 
@@ -182,6 +230,7 @@ class Simulation:
                 break
             self.clock.set(target)
         result.end_time = self.clock.seconds
+        result.notes = list(self.notes)
         result.timeline = [s for s in result.timeline]
         result.wall_seconds = time.perf_counter() - started
         return result
