@@ -157,7 +157,7 @@ def test_deployments_pass_strict_server_side_validation(installed: ControlPlane)
 # --- the scheduler's identity: allowed ---------------------------------------------------------
 
 
-def test_scheduler_can_bind_evict_and_write_pod_status(
+def test_scheduler_can_bind_delete_and_write_pod_status(
     installed: ControlPlane, scheduler_sa: KubeHTTP, namespace: str
 ) -> None:
     admin = installed.client
@@ -185,15 +185,6 @@ def test_scheduler_can_bind_evict_and_write_pod_status(
     )
     assert admin.get(f"/api/v1/namespaces/{namespace}/pods/p0")["spec"]["nodeName"] == node
 
-    admin.post(f"/api/v1/namespaces/{namespace}/pods", nobody_pod("p1"))
-    scheduler_sa.post(
-        f"/api/v1/namespaces/{namespace}/pods/p1/eviction",
-        {
-            "apiVersion": "policy/v1",
-            "kind": "Eviction",
-            "metadata": {"name": "p1", "namespace": namespace},
-        },
-    )
     admin.post(f"/api/v1/namespaces/{namespace}/pods", nobody_pod("p2"))
     scheduler_sa.delete(f"/api/v1/namespaces/{namespace}/pods/p2", missing_ok=False)
 
@@ -250,7 +241,6 @@ def test_scheduler_can_create_queues_and_write_queue_and_podgroup_status(
 
 def test_scheduler_reads_what_its_cache_watches(scheduler_sa: KubeHTTP) -> None:
     for path in (
-        "/api/v1/namespaces",
         "/api/v1/resourcequotas",
         "/apis/scheduling.k8s.io/v1/priorityclasses",
         "/apis/policy/v1/poddisruptionbudgets",
