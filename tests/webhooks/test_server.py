@@ -461,3 +461,17 @@ def test_pod_webhooks_are_scoped_and_exempt_in_every_mode() -> None:
     assert job_hook["failurePolicy"] == "Fail"
     with pytest.raises(ValueError, match="'Sometimes' is not one of Ignore, Fail"):
         ClientTarget(pods_failure_policy="Sometimes")
+
+
+async def test_replicas_share_the_certificate_stored_in_the_secret() -> None:
+    from stromboli.webhooks.tls import from_secret, shared_certificate
+
+    memory = MemoryStore(SystemClock())
+    first = await shared_certificate(memory, "volcano-system", "volcano-admission-secret", ["h"])
+    second = await shared_certificate(memory, "volcano-system", "volcano-admission-secret", ["h"])
+    assert first == second
+    secret = await memory.get("v1", "Secret", "volcano-admission-secret", "volcano-system")
+    assert secret["type"] == "kubernetes.io/tls"
+    del secret["data"]["ca.crt"]
+    with pytest.raises(ValueError, match=r"volcano-system/volcano-admission-secret: data\.ca\.crt"):
+        from_secret(secret)
