@@ -144,3 +144,17 @@ def test_simulate_prints_an_error_and_exits_non_zero(tmp_path: Path, text: str) 
     assert result.exit_code == 1, result.output
     assert "Traceback" not in result.output
     assert result.output.startswith("Error: ") and "input.yaml" in result.output
+
+
+# --- durations -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "１0s", "1e400", "Infinity"])
+def test_submit_at_must_be_a_finite_ascii_duration(tmp_path: Path, value: str) -> None:
+    text = (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n"
+        f"  annotations: {{sim.stromboli.dev/submit-at: '{value}'}}\n"
+        "spec: {containers: [{name: c, image: x}]}\n"
+    )
+    message = refused(tmp_path, text)
+    assert "Pod 'p': metadata.annotations[sim.stromboli.dev/submit-at]" in message
