@@ -119,7 +119,8 @@ def down(state_dir: Path | None) -> None:
 @dev_cluster.command("status")
 @_state_dir_option
 def status(state_dir: Path | None) -> None:
-    """Say whether the cluster runs (exit status 0) or not (exit status 1)."""
+    """Say whether the cluster runs (exit status 0) or not (exit status 1): ``restarting``
+    while a component that died is being started again."""
     report = cluster_status(_paths(state_dir))
     click.echo(f"status:     {report.message}")
     if report.server:
@@ -128,5 +129,8 @@ def status(state_dir: Path | None) -> None:
         click.echo(f"nodes:      {report.nodes} ({report.ready_nodes} ready)")
     if report.kubeconfig:
         click.echo(f"kubeconfig: {report.kubeconfig}")
+    if report.restarts:
+        counts = ", ".join(f"{name} {n}" for name, n in sorted(report.restarts.items()))
+        click.echo(f"restarted:  {counts} (after they died)")
     if not report.running:
         raise SystemExit(1)

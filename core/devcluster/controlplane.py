@@ -230,6 +230,8 @@ class ControlPlane:
         self.keep_etcd_data = keep_etcd_data
 
         self.components: dict[str, Component] = {}
+        #: Each started component's readiness check (on its ports), for :meth:`restart`.
+        self._probes: dict[str, Any] = {}
         self.ca: CertificateAuthority | None = None
         self.admin: KeyPair | None = None
         self.ca_path: Path | None = None
@@ -295,6 +297,7 @@ class ControlPlane:
             for name in reversed(list(self.components)):
                 self.components[name].stop()
             self.components.clear()
+            self._probes.clear()
             if not self.keep_etcd_data:
                 shutil.rmtree(self.run_dir / "etcd", ignore_errors=True)
             _live.discard(self)
@@ -303,6 +306,23 @@ class ControlPlane:
         """Raise :class:`ControlPlaneError` if any component has died."""
         for comp in self.components.values():
             comp.check_alive()
+
+    def dead_components(self) -> list[str]:
+        """Names of the components that have exited, in the order they were started (the
+        order to start them again in: etcd before kube-apiserver before kwok)."""
+        return [name for name, comp in self.components.items() if not comp.alive()]
+
+    def restart(self, name: str, timeout: float | None = None) -> None:
+        """Start component ``name`` again with its arguments (same ports, same data; etcd
+        keeps its data directory) and wait until it is ready. A live one is stopped first.
+        Raises :class:`ControlPlaneError` if it does not come back."""
+        with self._lock:
+            comp = self.components.get(name)
+            if comp is None:
+                raise ControlPlaneError(f"no component {name!r}; started: {list(self.components)}")
+            comp.stop()  # reaps a dead one, and anything left in its process group
+            comp.start()
+            self._wait(f"{name} (restarted)", comp, self._probes[name], timeout)
 
     def log_tail(self, lines: int = 40) -> str:
         """The last ``lines`` of every component's log, for failure reports."""
@@ -363,8 +383,10 @@ class ControlPlane:
         for attempt in range(3):
             ports = [free_port() for _ in range(nports)]
             comp = self._launch(name, build_argv(*ports))
+            probe = probe_factory(*ports)
             try:
-                self._wait(name, comp, probe_factory(*ports))
+                self._wait(name, comp, probe)
+                self._probes[name] = probe
                 return
             except ControlPlaneError:
                 if attempt < 2 and "address already in use" in comp.tail(80):
@@ -497,17 +519,7 @@ class ControlPlane:
         if component.pid is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(component.pid, signal.SIGKILL)
-        component.stop()  # reaps it
-        component.start()
-        deadline = time.monotonic() + timeout
-        while True:
-            component.check_alive()
-            with contextlib.suppress(KubeAPIError, OSError):
-                if self.client.get("/readyz") == "ok":
-                    return
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"kube-apiserver did not come back:\n{component.tail(40)}")
-            time.sleep(0.25)
+        self.restart("kube-apiserver", timeout)
 
     def start_scheduler(self, extra_args: Sequence[str] = ()) -> None:
         """Start the upstream kube-scheduler (``default-scheduler``) against this cluster."""

@@ -10,11 +10,18 @@ Everything lives in one state directory (default ``~/.cache/stromboli/dev-cluste
 ``$STROMBOLI_CACHE/dev-cluster``):
 
 * ``state.json`` — what the daemon reports: its pid, the phase (``starting``, ``running``,
-  ``failed``), the server URL, the kubeconfig path, and every component's pid and binary;
+  ``restarting``, ``failed``), the server URL, the kubeconfig path, every component's pid and
+  binary, and how often each was restarted;
 * ``daemon.lock`` — held (``flock``) by the daemon for as long as it lives, so liveness does
   not depend on a pid that the kernel may have handed to someone else;
 * ``ops.lock`` — serialises ``up`` and ``down``;
 * ``daemon.log`` and ``run/`` (certificates, component logs, etcd data).
+
+A component that dies (kube-apiserver killed, kwok crashed) is started again in place, on
+the same ports and with the same etcd data, so the cluster and everything stored in it survive;
+while that happens the phase is ``restarting``. Only a component that keeps dying
+(:data:`RESTART_LIMIT` times within :data:`RESTART_WINDOW` seconds) or cannot be started again
+fails the cluster.
 
 Why no process is left behind: the daemon stops its components on SIGTERM; if the daemon is
 killed outright, Linux kills the components too (they are started with a parent-death
@@ -26,6 +33,7 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
 import json
@@ -36,7 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,7 +63,14 @@ STATE_FILE = "state.json"
 
 STARTING = "starting"
 RUNNING = "running"
+RESTARTING = "restarting"
 FAILED = "failed"
+
+RESTART_LIMIT = 5
+"""Restarts of one component within :data:`RESTART_WINDOW` seconds that mean it crash-loops."""
+RESTART_WINDOW = 120.0
+WATCH_INTERVAL = 1.0
+"""Seconds between the daemon's looks at its components."""
 
 
 class DevClusterError(RuntimeError):
@@ -207,6 +222,39 @@ def kubeconfig_digest(path: Path) -> str | None:
 # -- the daemon ---------------------------------------------------------------------------------
 
 
+class CrashLoopError(RuntimeError):
+    """A component died too often to be worth starting again."""
+
+
+class RestartBudget:
+    """How often each component may be restarted: :data:`RESTART_LIMIT` times in any
+    :data:`RESTART_WINDOW` seconds; one more is a crash loop, and the cluster fails."""
+
+    def __init__(
+        self,
+        limit: int = RESTART_LIMIT,
+        window: float = RESTART_WINDOW,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.limit = limit
+        self.window = window
+        self.clock = clock
+        self.times: dict[str, list[float]] = {}
+        self.total: dict[str, int] = {}
+
+    def spend(self, name: str) -> None:
+        """Count a restart of ``name``; raises :class:`CrashLoopError` past the budget."""
+        now = self.clock()
+        recent = [t for t in self.times.get(name, ()) if now - t < self.window]
+        if len(recent) >= self.limit:
+            raise CrashLoopError(
+                f"{name} died {len(recent) + 1} times within {self.window:.0f}s; not starting "
+                "it again (see its log under run/logs/)"
+            )
+        self.times[name] = [*recent, now]
+        self.total[name] = self.total.get(name, 0) + 1
+
+
 class _Shutdown(BaseException):
     """Raised from the SIGTERM/SIGINT handler to unwind whatever the daemon is doing."""
 
@@ -278,9 +326,12 @@ def serve(args: argparse.Namespace) -> int:
         state["phase"] = RUNNING
         record_components()
         print(f"dev cluster running at {cp.server_url}", flush=True)
+        budget = RestartBudget()
         while True:
-            time.sleep(1.0)
-            cp.check_alive()
+            time.sleep(WATCH_INTERVAL)
+            dead = cp.dead_components()
+            if dead:
+                _restart(cp, dead, budget, state, record_components)
     except _Shutdown as why:
         print(f"stopping on {why}", flush=True)
     except Exception as err:  # report any failure through the state file, then clean up
@@ -299,6 +350,31 @@ def serve(args: argparse.Namespace) -> int:
             remove_state(paths)
         os.close(lock_fd)
     return rc
+
+
+def _restart(
+    cp: ControlPlane,
+    dead: list[str],
+    budget: RestartBudget,
+    state: dict[str, Any],
+    record_components: Callable[[], None],
+) -> None:
+    """Start the dead components again, in start order, reporting ``restarting`` meanwhile."""
+    for name in dead:
+        budget.spend(name)
+    exits = {name: cp.components[name].proc for name in dead}
+    codes = {name: proc.returncode if proc else None for name, proc in exits.items()}
+    print(f"{', '.join(f'{n} (exit {c})' for n, c in codes.items())} died; restarting", flush=True)
+    state["phase"] = RESTARTING
+    state["restarting"] = dead
+    record_components()
+    for name in dead:
+        cp.restart(name)
+        print(f"{name} restarted", flush=True)
+    state["phase"] = RUNNING
+    state.pop("restarting", None)
+    state["restarts"] = dict(budget.total)
+    record_components()
 
 
 # -- what the CLI calls -------------------------------------------------------------------------
@@ -332,6 +408,8 @@ def up(
     """Start the daemon (unless one runs) and wait until the cluster is ready."""
     with ops_lock(paths):
         state = read_state(paths)
+        if daemon_alive(paths) and state and state.get("phase") == RESTARTING:
+            state = _wait_restarted(paths, timeout)
         if daemon_alive(paths) and state and state.get("phase") == RUNNING:
             return UpResult(Path(state["kubeconfig"]), state.get("server", ""), True)
         if daemon_alive(paths):
@@ -403,6 +481,21 @@ def up(
             time.sleep(0.2)
 
 
+def _wait_restarted(paths: Paths, timeout: float) -> dict[str, Any] | None:
+    """The state once a running daemon has finished restarting components (or given up)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        state = read_state(paths)
+        if not state or state.get("phase") != RESTARTING or not daemon_alive(paths):
+            return state
+        if time.monotonic() >= deadline:
+            raise DevClusterError(
+                f"the dev cluster was still restarting {', '.join(state.get('restarting') or ())} "
+                f"after {timeout:.0f}s; see {paths.log}"
+            )
+        time.sleep(0.2)
+
+
 def _reap_leftovers(state: dict[str, Any]) -> list[str]:
     """Kill recorded components that still run their recorded binary; returns their names."""
     killed = []
@@ -464,6 +557,8 @@ class Status:
     kubeconfig: Path | None = None
     nodes: int | None = None
     ready_nodes: int | None = None
+    restarts: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Times each component was started again after it died."""
 
 
 def status(paths: Paths, *, timeout: float = 5.0) -> Status:
@@ -476,6 +571,16 @@ def status(paths: Paths, *, timeout: float = 5.0) -> Status:
         if state:
             return Status(False, "not running (stale state: run `stromboli dev-cluster down`)")
         return Status(False, "not running")
+    restarts = dict((state or {}).get("restarts") or {})
+    if state and state.get("phase") == RESTARTING:
+        names = ", ".join(state.get("restarting") or ()) or "components"
+        return Status(
+            False,
+            f"restarting {names} (daemon pid {state.get('pid')}); the cluster's data is kept",
+            state.get("server"),
+            Path(state["kubeconfig"]),
+            restarts=restarts,
+        )
     if not state or state.get("phase") != RUNNING:
         return Status(False, f"starting (daemon pid {state and state.get('pid')})")
     kubeconfig = Path(state["kubeconfig"])
@@ -492,6 +597,7 @@ def status(paths: Paths, *, timeout: float = 5.0) -> Status:
             f"the daemon (pid {state['pid']}) runs but the API server does not answer: {err}",
             state.get("server"),
             kubeconfig,
+            restarts=restarts,
         )
     return Status(
         True,
@@ -500,6 +606,7 @@ def status(paths: Paths, *, timeout: float = 5.0) -> Status:
         kubeconfig,
         len(nodes),
         sum(1 for node in nodes if node_is_ready(node)),
+        restarts,
     )
 
 
