@@ -22,6 +22,7 @@ from typing import Any, Final
 import aiohttp
 import orjson
 
+from stromboli.core.cluster import jsondecode
 from stromboli.core.cluster.errors import (
     AlreadyExistsError,
     ApiError,
@@ -206,8 +207,8 @@ class KubeTransport:
                 if not raw:
                     return None
                 try:
-                    return orjson.loads(raw)
-                except orjson.JSONDecodeError:
+                    return jsondecode.loads(raw)
+                except ValueError:
                     raise InternalError(
                         f"{method} {path}: the API server answered {code} with a body that is "
                         f"not JSON: {raw[:200]!r}"

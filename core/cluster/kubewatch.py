@@ -25,8 +25,8 @@ from collections.abc import Awaitable, Callable
 from typing import Final
 
 import aiohttp
-import orjson
 
+from stromboli.core.cluster import jsondecode
 from stromboli.core.cluster.errors import ApiError, GoneError
 from stromboli.core.cluster.kubehttp import KubeTransport, error_from_status
 from stromboli.core.cluster.kuberesources import Resource
@@ -233,7 +233,7 @@ class KubeWatch(WatchStream):
 
     def _handle(self, line: bytes) -> bool:
         """Queue one event line; ``True`` if it was an event for the consumer."""
-        event = orjson.loads(line)
+        event = jsondecode.loads(line)
         event_type = event.get("type")
         obj = event.get("object")
         if event_type == "ERROR":

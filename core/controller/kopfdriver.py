@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import datetime
 import logging
 from collections.abc import Sequence
@@ -31,8 +30,10 @@ from typing import Any, Final
 
 import kopf
 
+from stromboli.core.cluster.jsondecode import copy_json
 from stromboli.core.cluster.kube import KubeStore
 from stromboli.core.cluster.kubeconfig import TOKEN_REREAD_SECONDS, KubeConfig
+from stromboli.core.controller.kopfjson import install as install_deep_json
 from stromboli.core.informer import Informer, Kind
 
 log = logging.getLogger(__name__)
@@ -136,6 +137,7 @@ class KopfDriver:
         *,
         resync_seconds: float = RESYNC_SECONDS,
     ) -> None:
+        install_deep_json()  # kopf must read what the API server stores, however deep
         self.store = store
         self.informers = list(informers)
         self.resync_seconds = resync_seconds
@@ -167,7 +169,7 @@ class KopfDriver:
         event_type = raw_type or "ADDED"
         for n, informer in enumerate(self.routes.get(kind, ())):
             # Each controller owns its cache: only the first gets kopf's dict itself.
-            informer.feed(kind, event_type, obj if n == 0 else copy.deepcopy(obj))
+            informer.feed(kind, event_type, obj if n == 0 else copy_json(obj))
 
     def _relist_soon(self, kind: Kind) -> None:
         if kind in self._relist_due:
@@ -196,7 +198,7 @@ class KopfDriver:
             self.resyncs += 1
             vanished = 0
             for n, (informer, known) in enumerate(zip(informers, before, strict=True)):
-                items = listed.items if n == 0 else copy.deepcopy(listed.items)
+                items = listed.items if n == 0 else copy_json(listed.items)
                 vanished += informer.resync(kind, items, known)
             if vanished:
                 log.info("%d %s objects vanished while unwatched", vanished, kind[1])

@@ -60,6 +60,19 @@ async def create_poison(live: Live) -> None:
         }
     )
     await live.create(vcjob("huge-job", task("worker", 2, cpu=HUGE)))
+    # 1,500 levels deep in the free-form pod template: the API server stores up to 10,000,
+    # JSON decoders commonly stop at 1,024. Sent as text: no encoder of ours nests that deep.
+    depth = 1500
+    deep = '{"a":' * depth + "1" + "}" * depth
+    body = (
+        '{"apiVersion":"batch.volcano.sh/v1alpha1","kind":"Job","metadata":{"name":"deep-job"},'
+        '"spec":{"queue":"default","minAvailable":1,"tasks":[{"name":"w","replicas":1,'
+        '"template":{"spec":{"containers":[{"name":"c","image":"busybox"}]},"x":' + deep + "}}]}}"
+    )
+    status, answer = live.stack.cp.client.request_raw(
+        "POST", f"/apis/batch.volcano.sh/v1alpha1/namespaces/{live.ns}/jobs", body.encode()
+    )
+    assert status == 201, answer[:300]
 
 
 async def wait_bound(live: Live, name: str, timeout: float) -> float:
