@@ -15,6 +15,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from stromboli.core.logsafe import log_safe
+
 log = logging.getLogger(__name__)
 
 #: Reason of the Warning event on an object that was set aside.
@@ -43,13 +45,6 @@ class Rejection:
 
     reference: dict
     message: str
-
-
-def log_safe(text: str, limit: int = MESSAGE_LIMIT) -> str:
-    """``text`` with control characters escaped and cut to ``limit`` characters: what a user
-    wrote must never forge log lines or flood them."""
-    cleaned = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[: limit + 1])
-    return cleaned if len(cleaned) <= limit else f"{cleaned[: limit - 3]}..."
 
 
 def reference_of(obj: dict) -> dict:
@@ -98,7 +93,9 @@ class Quarantine:
         reason = str(error) or type(error).__name__
         if not isinstance(error, ValueError | TypeError):
             reason = f"{type(error).__name__}: {reason}"
-        message = log_safe(f"{self.component} cannot read this {kind} and ignores it: {reason}")
+        message = log_safe(
+            f"{self.component} cannot read this {kind} and ignores it: {reason}", MESSAGE_LIMIT
+        )
         where = "/".join(p for p in (reference.get("namespace"), reference.get("name")) if p)
         log.warning("%s %s set aside: %s", kind, log_safe(where or "(unnamed)", 256), message)
         self.counts[kind] = self.counts.get(kind, 0) + 1

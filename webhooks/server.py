@@ -36,6 +36,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from stromboli.core.cluster.store import ClusterStore
 from stromboli.core.httpserve import Endpoint
+from stromboli.core.logsafe import log_safe
 from stromboli.webhooks.cache import AdmissionCache
 from stromboli.webhooks.limits import (
     MAX_BODY,
@@ -46,7 +47,6 @@ from stromboli.webhooks.limits import (
     deadline_after,
     expired,
 )
-from stromboli.webhooks.logsafe import log_safe
 from stromboli.webhooks.metrics import WebhookMetrics
 from stromboli.webhooks.registration import ClientTarget, own_namespace, register
 from stromboli.webhooks.review import (

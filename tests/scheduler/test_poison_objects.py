@@ -11,7 +11,7 @@ from stromboli.core.clock import VirtualClock
 from stromboli.core.cluster.memory import MemoryStore
 from stromboli.core.controller.enrol import PodEnroller
 from stromboli.core.events import EventRecorder
-from stromboli.core.quarantine import REASON, Quarantine, log_safe
+from stromboli.core.quarantine import REASON, Quarantine
 from stromboli.core.scheduler.cache import POD, SchedulerCache
 
 from .builders import Cluster, node, pod, podgroup, queue
@@ -170,11 +170,6 @@ def test_quarantine_accepts_objects_without_usable_metadata() -> None:
     assert q.reject({"metadata": []}, TypeError("bad"), "Pod")  # type: ignore[dict-item]
     assert q.take() == []  # nothing to post an event on; logged and counted
     assert q.counts == {"Pod": 1}
-
-
-def test_log_safe_escapes_control_characters_and_cuts() -> None:
-    assert log_safe("a\nb\x1b[31m") == "a\\nb\\x1b[31m"
-    assert len(log_safe("y" * 5000, limit=100)) == 100
 
 
 async def test_job_that_breaks_a_plugin_is_set_aside_and_others_are_bound(

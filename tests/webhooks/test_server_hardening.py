@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from stromboli.core.clock import SystemClock
 from stromboli.core.cluster.memory import MemoryStore
 from stromboli.core.cluster.store import ObjectList
+from stromboli.core.logsafe import LOG_LIMIT, log_safe
 from stromboli.webhooks.limits import (
     MAX_BODY,
     MAX_INFLIGHT_BYTES,
@@ -32,7 +33,6 @@ from stromboli.webhooks.limits import (
     go_duration,
     request_timeout,
 )
-from stromboli.webhooks.logsafe import LOG_LIMIT, log_safe
 from stromboli.webhooks.metrics import WebhookMetrics
 from stromboli.webhooks.review import Verdict
 from stromboli.webhooks.server import WebhookOptions, WebhookServer, admission_app
