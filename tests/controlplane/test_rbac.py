@@ -347,11 +347,6 @@ def test_webhook_identity_is_what_the_webhook_calls(installed: ControlPlane) -> 
     assert not can(installed, WEBHOOK, "create", secrets, namespace="default")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="deploy/webhook.yaml (another owner's file) grants patch on the webhook's own "
-    "configurations; webhooks/registration.py only gets and updates them",
-)
 def test_webhook_own_configurations_take_only_get_and_update(installed: ControlPlane) -> None:
     for resource, name in webhook_configuration_names():
         full = f"admissionregistration.k8s.io/{resource}"
