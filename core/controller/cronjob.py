@@ -15,7 +15,6 @@ The same ``start/step/next_wakeup/run`` shape as the vcjob controller: the simul
 from __future__ import annotations
 
 import copy
-import logging
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, Final
@@ -36,8 +35,6 @@ from stromboli.core.controller.reconciler import (
     object_key,
 )
 from stromboli.core.events import EventRecorder
-
-log = logging.getLogger(__name__)
 
 COMPONENT: Final = "cronjob-controller"
 CRONJOB: Final = (k.BATCH_V1ALPHA1, "CronJob")
@@ -123,9 +120,11 @@ def job_name(cronjob_name: str, scheduled: datetime) -> str:
     return f"{cronjob_name}-{int(scheduled.timestamp()) // 60}"
 
 
-class CronJobController(Reconciler):
+class CronJobController(Reconciler[Key]):
     """See the module docstring. ``mutate_job`` is applied to each job before it is created
     (the simulator passes the job webhook's defaults)."""
+
+    noun = "cronjob"
 
     def __init__(
         self,
@@ -166,21 +165,12 @@ class CronJobController(Reconciler):
         if owner:
             self._mark((key[0], owner))
 
-    def _collect_due(self) -> None:
+    async def _collect_due(self) -> None:
         now = self.clock.monotonic()
         for key, due in list(self._due.items()):
             if due <= now:
                 del self._due[key]
                 self._mark(key)
-
-    async def _process(self) -> None:
-        while self._dirty:
-            key = next(iter(self._dirty))
-            del self._dirty[key]
-            try:
-                await self._sync(key)
-            except Exception:  # one bad CronJob must not stop the others
-                log.exception("cronjob %s/%s: sync failed", *key)
 
     # --- reconcile ---------------------------------------------------------------------------
 

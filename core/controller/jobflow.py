@@ -91,11 +91,13 @@ class _ProbeRun:
     reached: bool = False
 
 
-class JobFlowController(Reconciler):
+class JobFlowController(Reconciler[Key]):
     """See the module docstring. ``mutate_job`` is applied to each job before it is created;
     ``metrics`` counts flows that succeed or fail; ``network_probes`` makes HTTP/TCP probes
     reach pods (default: unless the clock is virtual).
     """
+
+    noun = "jobflow"
 
     def __init__(
         self,
@@ -143,15 +145,6 @@ class JobFlowController(Reconciler):
             for flow_key, flow in self.flows.items():
                 if flow_key[0] == key[0] and key[1] in _flow_names(flow):
                     self._mark(flow_key)
-
-    async def _process(self) -> None:
-        while self._dirty:
-            key = next(iter(self._dirty))
-            del self._dirty[key]
-            try:
-                await self._sync(key)
-            except Exception:
-                log.exception("jobflow %s/%s: sync failed", *key)
 
     # --- reconcile ---------------------------------------------------------------------------
 
@@ -273,7 +266,7 @@ class JobFlowController(Reconciler):
                 ]
         return out
 
-    def _collect_due(self) -> None:
+    async def _collect_due(self) -> None:
         now = self.clock.monotonic()
         for (key, _flow), run in self._probe_runs.items():
             if run.task is None and run.result and run.retry_at <= now:
