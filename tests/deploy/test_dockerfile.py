@@ -50,6 +50,7 @@ def test_copies_everything_the_package_build_reads() -> None:
     assert folders, "setup.py no longer lists its FOLDERS"
     for folder in re.findall(r'"([^"]+)"', folders.group(1)):
         assert folder in copied, f"setup.py packages {folder}/ but the Dockerfile does not copy it"
+    assert "src" in copied, "setup.py builds the package from src/ (links to the folders)"
 
 
 def test_dockerignore_lets_the_copied_files_through() -> None:
