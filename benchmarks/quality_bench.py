@@ -9,7 +9,8 @@ Configurations (``configs/``):
   kube-scheduler would place them (the scheduler with ``predicates`` and ``nodeorder`` only).
 
 Traces: a fixed-seed synthetic one (``quality_trace.synthetic_trace``) and a slice of a public
-GPU cluster trace (``traces/``). For each trace a table: utilisation, mean / p95 wait per size
+GPU cluster trace (read from ``../shared/traces/philly/``, never copied here; format and
+derivation in ``traces/``). For each trace a table: utilisation, mean / p95 wait per size
 class, Jain's index over time of queue held/deserved share, partially placed gangs, wasted
 pod-seconds, evictions and jobs finished. The figures come from the pods' timelines
 (``quality_metrics``).
@@ -61,7 +62,8 @@ CONFIGS = {
     "reservation-only": HERE / "configs" / "reservation-only.yaml",
     "fifo-greedy": HERE / "configs" / "fifo-greedy.yaml",
 }
-PHILLY_SLICE = HERE / "traces" / "philly_vc_day.csv"
+#: The public trace slice lives beside the project, never in it (see traces/README.md).
+PHILLY_SLICE = HERE.parent.parent / "shared" / "traces" / "philly" / "philly_vc_day.csv"
 PHILLY_NODES = 6
 EPOCH = parse_time("1970-01-01T00:00:00Z")
 
@@ -282,7 +284,15 @@ def main() -> None:
     )
     parser.add_argument("--jobs", type=int, default=200, help="jobs of the synthetic trace")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--trace-csv", type=Path, default=PHILLY_SLICE)
+    parser.add_argument(
+        "--trace",
+        "--trace-csv",
+        dest="trace_csv",
+        type=Path,
+        default=PHILLY_SLICE,
+        help="a trace CSV in the format of traces/README.md (default: the Philly day slice "
+        "in ../shared/traces/philly/)",
+    )
     parser.add_argument("--trace-nodes", type=int, default=PHILLY_NODES)
     parser.add_argument("--max-time", type=float, default=7 * 24 * 3600.0)
     args = parser.parse_args()

@@ -13,7 +13,8 @@ ran for days) and GPUs capped at 64. Each GPU becomes a one-GPU pod of a gang.
 
 Get the source and run:
     git --git-dir=<adaptdl clone>/.git show osdi21-artifact:simulator/traces/philly.csv > philly.csv
-    cd benchmarks/traces && python derive_philly_vc_day.py philly.csv > philly_vc_day.csv
+    python benchmarks/traces/derive_philly_vc_day.py philly.csv \
+        > ../shared/traces/philly/philly_vc_day.csv
 """
 
 from __future__ import annotations
