@@ -1,0 +1,1 @@
+"""Kubeflow: the training operators' jobs and Kubeflow Pipelines, scheduled as Volcano gangs."""
