@@ -31,11 +31,11 @@ import numpy as np
 from stromboli.core.scheduler.api.build import node_info_from, task_info_from
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.node import NodeTable
-from stromboli.core.scheduler.conf import PluginOption, SchedulerConfig
+from stromboli.core.scheduler.builtins import register_builtins
 from stromboli.core.scheduler.framework.arguments import Arguments
+from stromboli.core.scheduler.framework.options import PluginOption, SchedulerConfig
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.framework.snapshot import Snapshot
-from stromboli.core.scheduler.plugins import binpack, nodeorder, predicates  # noqa: F401
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -208,6 +208,7 @@ class Bench:
 
 
 def main() -> None:
+    register_builtins()
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 200
     for size in (1_000, 5_000, 10_000):
         bench = Bench(size)

@@ -125,8 +125,10 @@ def explain_command(
 async def _from_cluster(kubeconfig: str | None, conf: str | None) -> Scheduler:
     from stromboli.core.clock import SystemClock
     from stromboli.core.cluster.kube import KubeConfig, KubeStore
+    from stromboli.core.scheduler.builtins import register_builtins
     from stromboli.core.scheduler.conf import ConfigSource
 
+    register_builtins()
     store = KubeStore(KubeConfig.load(kubeconfig))
     try:
         scheduler = Scheduler(store, SystemClock(), ConfigSource(Path(conf) if conf else None))

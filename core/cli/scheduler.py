@@ -72,6 +72,9 @@ def scheduler(
 ) -> None:
     """Schedule pods of a live cluster (Volcano's vc-scheduler)."""
     setup_logging(verbosity)
+    from stromboli.core.scheduler.builtins import register_builtins  # lazily: CLI start-up
+
+    register_builtins()
     try:
         options = SchedulerOptions(
             scheduler_names=tuple(scheduler_names),

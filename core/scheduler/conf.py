@@ -13,21 +13,22 @@ configurations:
 ```
 
 Unknown actions, plugins, switches and argument keys are errors that name the bad key, so a
-typo never silently turns a policy off.
+typo never silently turns a policy off. The parsed types are the framework's
+(``framework/options.py``); this module reads files and checks names against the registry.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from stromboli.core.scheduler.framework.arguments import Arguments
-from stromboli.core.scheduler.framework.plugin import ACTIONS, PLUGINS, load_builtins
+from stromboli.core.scheduler.framework.options import KNOWN_SWITCHES, PluginOption, SchedulerConfig
+from stromboli.core.scheduler.framework.plugin import ACTIONS, PLUGINS
 
 log = logging.getLogger(__name__)
 
@@ -46,75 +47,11 @@ tiers:
   - name: nodeorder
 """
 
-#: Extension point → the YAML switch that turns it off for one plugin (default on).
-SWITCHES: dict[str, str] = {
-    "job_order": "enableJobOrder",
-    "job_ready": "enableJobReady",
-    "job_pipelined": "enableJobPipelined",
-    "job_enqueueable": "enableJobEnqueued",
-    "job_enqueued": "enableJobEnqueued",
-    "task_order": "enableTaskOrder",
-    "preemptable": "enablePreemptable",
-    "reclaimable": "enableReclaimable",
-    "preemptive": "enablePreemptive",
-    "queue_order": "enableQueueOrder",
-    "predicate": "enablePredicate",
-    "pre_predicate": "enablePredicate",
-    "best_node": "enableBestNode",
-    "node_order": "enableNodeOrder",
-    "batch_node_order": "enableNodeOrder",
-    "target_job": "enableTargetJob",
-    "reserved_nodes": "enableReservedNodes",
-    "victim_tasks": "enabledVictim",
-    "job_starving": "enableJobStarving",
-    "overused": "enabledOverused",
-    "allocatable": "enabledAllocatable",
-    "hypernode_order": "enabledHyperNodeOrder",
-    "subjob_ready": "enabledSubJobReady",
-    "subjob_pipelined": "enabledSubJobPipelined",
-    "subjob_order": "enabledSubJobOrder",
-    "hypernode_gradient": "enabledHyperNodeGradient",
-}
-#: Switches that default to off.
-OFF_BY_DEFAULT = {"enableHierarchy", "enabledClusterOrder"}
-KNOWN_SWITCHES = set(SWITCHES.values()) | OFF_BY_DEFAULT
 TOP_LEVEL_KEYS = {"actions", "tiers", "configurations", "metrics"}
 
 
 class ConfigError(ValueError):
     """A configuration file that cannot be used; the message names the bad key."""
-
-
-@dataclass(slots=True)
-class PluginOption:
-    name: str
-    arguments: Arguments
-    switches: dict[str, bool] = field(default_factory=dict)
-
-    def enabled(self, point: str) -> bool:
-        """Whether this plugin's callback on extension ``point`` takes part."""
-        switch = SWITCHES.get(point)
-        if switch is None:
-            return True
-        return self.switches.get(switch, True)
-
-    @property
-    def hierarchy(self) -> bool:
-        return self.switches.get("enableHierarchy", False)
-
-
-@dataclass(slots=True)
-class SchedulerConfig:
-    actions: list[str]
-    tiers: list[list[PluginOption]]
-    action_arguments: dict[str, Arguments]
-    source: str = "<default>"
-
-    def plugin_names(self) -> list[str]:
-        return [option.name for tier in self.tiers for option in tier]
-
-    def action_args(self, action: str) -> Arguments:
-        return self.action_arguments.get(action) or Arguments(action)
 
 
 def _check_arguments(owner: str, arguments: dict, known: dict, prefixes: tuple[str, ...]) -> None:
@@ -126,8 +63,13 @@ def _check_arguments(owner: str, arguments: dict, known: dict, prefixes: tuple[s
 
 
 def parse_config(text: str, source: str = "<string>") -> SchedulerConfig:
-    """Parse and validate a configuration document."""
-    load_builtins()
+    """Parse and validate a configuration document against the registered actions and
+    plugins (``scheduler.builtins.register_builtins`` registers Stromboli's own)."""
+    if not PLUGINS or not ACTIONS:
+        raise ConfigError(
+            f"{source}: no scheduler actions or plugins are registered; call "
+            "stromboli.core.scheduler.builtins.register_builtins() first"
+        )
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:

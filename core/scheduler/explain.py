@@ -13,6 +13,7 @@ import numpy as np
 
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.resource import EPSILON
+from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.util.placement import requested_columns
 
@@ -58,16 +59,6 @@ def find_task(ssn: Session, namespace: str, name: str) -> TaskInfo | None:
     return None
 
 
-def _registered(ssn: Session, point: str) -> list[tuple[str, object]]:
-    callbacks = ssn._callbacks.get(point, {})
-    return [
-        (option.name, callbacks[option.name])
-        for tier in ssn.tiers
-        for option in tier
-        if option.name in callbacks and option.enabled(point)
-    ]
-
-
 def explain(ssn: Session, task: TaskInfo) -> Explanation:
     nodes = ssn.nodes
     count = len(nodes)
@@ -82,7 +73,7 @@ def explain(ssn: Session, task: TaskInfo) -> Explanation:
             verdicts[position].failures.append(
                 ("resources", f"Insufficient {name} (asks {vector[column]:g}, free {free:g})")
             )
-    for plugin, fn in _registered(ssn, "predicate"):
+    for plugin, fn in ssn.callbacks(ExtensionPoint.PREDICATE):
         result = fn(task)  # type: ignore[operator]
         for mask, reason, _ in result.reasons:
             for position in np.flatnonzero(mask):
@@ -90,8 +81,8 @@ def explain(ssn: Session, task: TaskInfo) -> Explanation:
     passing = np.array([v.feasible for v in verdicts], dtype=bool) if count else np.zeros(0, bool)
     positions = np.flatnonzero(passing)
     if positions.shape[0]:
-        for point in ("node_order", "batch_node_order"):
-            for plugin, fn in _registered(ssn, point):
+        for point in (ExtensionPoint.NODE_ORDER, ExtensionPoint.BATCH_NODE_ORDER):
+            for plugin, fn in ssn.callbacks(point):
                 scores = fn(task, positions)  # type: ignore[operator]
                 for position, score in zip(positions, scores, strict=True):
                     verdicts[position].scores[plugin] = verdicts[position].scores.get(

@@ -22,7 +22,7 @@ from stromboli.core.promtypes import CountedHistogram, ExactCounter, Series, exp
 from stromboli.core.scheduler.api.resource import CPU, MEMORY, PODS, Resource
 from stromboli.core.scheduler.api.status import TaskStatus
 from stromboli.core.scheduler.pending import PendingCounter
-from stromboli.core.scheduler.plugins.drf import dominant_share
+from stromboli.core.scheduler.util.share import dominant_share
 
 if TYPE_CHECKING:
     from stromboli.core.scheduler.api.job import JobInfo
@@ -497,13 +497,12 @@ def _unschedulable(ssn: Session, job: JobInfo) -> bool:
 
 
 def _queue_states(ssn: Session) -> dict[str, object]:
-    """Per-queue accounting of the first queue plugin the session runs (``attrs`` of capacity
-    or proportion), read after the session closed; empty when neither runs."""
+    """Per-queue accounting the first queue plugin of the session published (capacity, else
+    proportion), read after the session closed; empty when neither runs."""
     for name in QUEUE_PLUGINS:
-        plugin = ssn.plugins.get(name)
-        attrs = getattr(plugin, "attrs", None)
-        if isinstance(attrs, dict):
-            return attrs
+        accounts = ssn.queue_accounts.get(name)
+        if accounts is not None:
+            return dict(accounts)
     return {}
 
 

@@ -86,6 +86,9 @@ class Simulation:
         self.clock = VirtualClock()
         # A fixed seed makes uids, and so every tie broken by uid, the same on every run.
         self.store = MemoryStore(self.clock, seed=0)
+        from stromboli.core.scheduler.builtins import register_builtins  # lazily: CLI start-up
+
+        register_builtins()
         self.config = ConfigSource(scheduler_conf)
         self.scheduler = Scheduler(self.store, self.clock, self.config)
         self.lifecycle = PodLifecycle(self.store, self.clock)

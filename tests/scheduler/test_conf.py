@@ -7,17 +7,17 @@ from pathlib import Path
 
 import pytest
 
+from stromboli.core.scheduler.builtins import register_builtins
 from stromboli.core.scheduler.conf import (
     DEFAULT_CONFIG,
-    SWITCHES,
     ConfigError,
     ConfigSource,
-    PluginOption,
     load_config,
     parse_config,
 )
 from stromboli.core.scheduler.framework.arguments import Arguments
-from stromboli.core.scheduler.framework.plugin import PLUGINS, Plugin, load_builtins
+from stromboli.core.scheduler.framework.options import SWITCHES, PluginOption
+from stromboli.core.scheduler.framework.plugin import PLUGINS, Plugin
 
 from .builders import BASIC_CONF, conf
 
@@ -25,7 +25,7 @@ from .builders import BASIC_CONF, conf
 @pytest.fixture
 def default_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
     """Stand-ins for default-config plugins that are not registered yet."""
-    load_builtins()
+    register_builtins()
     for name in ("predicates", "nodeorder"):
         if name not in PLUGINS:
             monkeypatch.setitem(PLUGINS, name, type(f"Fake_{name}", (Plugin,), {"name": name}))

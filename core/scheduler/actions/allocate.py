@@ -17,7 +17,7 @@ from stromboli.core.scheduler.api.queue import QueueInfo
 from stromboli.core.scheduler.api.status import READY_STATUS, TaskStatus
 from stromboli.core.scheduler.framework.conditions import terminating_members_only
 from stromboli.core.scheduler.framework.filters import FitErrors
-from stromboli.core.scheduler.framework.plugin import Action, register_action
+from stromboli.core.scheduler.framework.plugin import Action
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.framework.statement import Statement
 from stromboli.core.scheduler.util.placement import place
@@ -65,7 +65,6 @@ def schedulable_jobs(ssn: Session, promote_pending: bool) -> QueueJobs:
     return plan
 
 
-@register_action
 class AllocateAction(Action):
     name = "allocate"
     known_arguments: ClassVar[dict[str, object]] = {"predicateErrorCacheEnable": True}

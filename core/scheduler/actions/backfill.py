@@ -7,12 +7,11 @@ from typing import ClassVar
 
 from stromboli.core.scheduler.api.status import TaskStatus
 from stromboli.core.scheduler.framework.filters import FitErrors
-from stromboli.core.scheduler.framework.plugin import Action, register_action
+from stromboli.core.scheduler.framework.plugin import Action
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.util.placement import place
 
 
-@register_action
 class BackfillAction(Action):
     name = "backfill"
     known_arguments: ClassVar[dict[str, object]] = {"predicateErrorCacheEnable": True}

@@ -7,12 +7,11 @@ order. A PodGroup without ``minResources`` is always admitted; otherwise the
 
 from __future__ import annotations
 
-from stromboli.core.scheduler.framework.plugin import Action, register_action
+from stromboli.core.scheduler.framework.plugin import Action
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.util.queues import QueueJobs
 
 
-@register_action
 class EnqueueAction(Action):
     name = "enqueue"
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.queue import QueueInfo
 from stromboli.core.scheduler.api.status import TaskStatus
-from stromboli.core.scheduler.framework.plugin import register_action
+from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.util.bundles import (
     Bundle,
@@ -36,10 +36,9 @@ from stromboli.core.scheduler.util.bundles import (
 from stromboli.core.scheduler.util.queues import PriorityQueue
 
 
-@register_action
 class GangReclaimAction(GangEviction):
     name = "gangreclaim"
-    point = "reclaimable"
+    point = ExtensionPoint.RECLAIMABLE
 
     def execute(self, ssn: Session) -> None:
         self.read_arguments(ssn)

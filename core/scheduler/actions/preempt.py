@@ -39,7 +39,7 @@ from typing import ClassVar
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.queue import QueueInfo
 from stromboli.core.scheduler.api.status import PREEMPTABLE_STATUS, TaskStatus, members
-from stromboli.core.scheduler.framework.plugin import Action, register_action
+from stromboli.core.scheduler.framework.plugin import Action
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.framework.statement import Statement
 from stromboli.core.scheduler.util.queues import PriorityQueue
@@ -88,7 +88,6 @@ def preemptors(ssn: Session) -> dict[str, list[JobInfo]]:
     return found
 
 
-@register_action
 class PreemptAction(Action):
     name = "preempt"
     known_arguments: ClassVar[dict[str, object]] = {

@@ -23,7 +23,7 @@ from stromboli.core.scheduler.actions.preempt import pending_tasks
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.queue import QueueInfo
 from stromboli.core.scheduler.api.status import TaskStatus
-from stromboli.core.scheduler.framework.plugin import Action, register_action
+from stromboli.core.scheduler.framework.plugin import Action
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.framework.statement import Statement
 from stromboli.core.scheduler.util.queues import PriorityQueue
@@ -44,7 +44,6 @@ from stromboli.core.scheduler.util.victims import (
 )
 
 
-@register_action
 class ReclaimAction(Action):
     name = "reclaim"
     known_arguments: ClassVar[dict[str, object]] = {"predicateErrorCacheEnable": True}

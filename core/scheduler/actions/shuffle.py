@@ -9,12 +9,11 @@ later cycles place them anew.
 from __future__ import annotations
 
 from stromboli.core.scheduler.api.status import TaskStatus
-from stromboli.core.scheduler.framework.plugin import Action, register_action
+from stromboli.core.scheduler.framework.plugin import Action
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.util.victims import SHUFFLE
 
 
-@register_action
 class ShuffleAction(Action):
     name = "shuffle"
 

@@ -1,9 +1,10 @@
 """Plugin and action base classes and their registries.
 
 As in Volcano's framework, a plugin is instantiated fresh for every session and registers
-callbacks on named extension points in ``on_session_open``; an action is a long-lived object
-whose ``execute`` runs once per session. A new policy is one new module that registers itself
-here with ``@register_plugin`` or ``@register_action``.
+callbacks on named extension points (``framework/points.py``) in ``on_session_open``; an action
+is a long-lived object whose ``execute`` runs once per session. The framework knows no action or
+plugin by name: ``scheduler/builtins.py`` registers Stromboli's own, and the entry points call
+it, so a new policy is one new module plus one line there.
 """
 
 from __future__ import annotations
@@ -46,20 +47,34 @@ class Action:
         raise NotImplementedError
 
 
+#: Registered plugins and actions by configuration name.
 PLUGINS: dict[str, type[Plugin]] = {}
 ACTIONS: dict[str, type[Action]] = {}
 
 
-def register_plugin(cls: type[Plugin]) -> type[Plugin]:
-    PLUGINS[cls.name] = cls
+class RegistryError(ValueError):
+    """Two different classes registered under one name."""
+
+
+def _register(registry: dict, kind: str, cls: type) -> type:
+    name = getattr(cls, "name", "")
+    if not name:
+        raise RegistryError(f"{kind} class {cls.__qualname__} has no name")
+    known = registry.get(name)
+    if known is not None and known is not cls:
+        raise RegistryError(
+            f"{kind} {name!r} is already registered as {known.__module__}.{known.__qualname__}; "
+            f"{cls.__module__}.{cls.__qualname__} needs another name"
+        )
+    registry[name] = cls
     return cls
+
+
+def register_plugin(cls: type[Plugin]) -> type[Plugin]:
+    """Make ``cls`` available to configuration files under ``cls.name``."""
+    return _register(PLUGINS, "plugin", cls)
 
 
 def register_action(cls: type[Action]) -> type[Action]:
-    ACTIONS[cls.name] = cls
-    return cls
-
-
-def load_builtins() -> None:
-    """Import the built-in actions and plugins so that they register themselves."""
-    from stromboli.core.scheduler import actions, plugins  # noqa: F401
+    """Make ``cls`` available to configuration files under ``cls.name``."""
+    return _register(ACTIONS, "action", cls)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -24,26 +24,35 @@ from stromboli.core.scheduler.api.node import NodeTable
 from stromboli.core.scheduler.api.queue import QueueInfo
 from stromboli.core.scheduler.api.resource import Resource
 from stromboli.core.scheduler.api.status import TaskStatus
-from stromboli.core.scheduler.conf import PluginOption, SchedulerConfig
 from stromboli.core.scheduler.framework.conditions import PodGroupConditionUpdate
 from stromboli.core.scheduler.framework.filters import Filter, FitErrors
+from stromboli.core.scheduler.framework.options import PluginOption, SchedulerConfig
 from stromboli.core.scheduler.framework.outcome import SessionOutcome
 from stromboli.core.scheduler.framework.plugin import PLUGINS, Plugin
+from stromboli.core.scheduler.framework.points import (
+    ABSTAIN,
+    PERMIT,
+    REJECT,
+    Callback,
+    ExtensionPoint,
+    VictimFilter,
+    check_callback,
+    extension_point,
+)
 from stromboli.core.scheduler.framework.snapshot import Snapshot
 from stromboli.core.scheduler.framework.statement import Statement
 
-PERMIT = 1
-ABSTAIN = 0
-REJECT = -1
+P = ExtensionPoint
 
-
-@dataclass(frozen=True, slots=True)
-class VictimFilter:
-    """A ``victim_tasks`` callback that only vetoes: given the nominated victims it returns
-    those that may go. Register it wrapped, ``ssn.register("victim_tasks", name,
-    VictimFilter(fn))``, so that it never nominates tasks itself."""
-
-    fn: Callable[[list[TaskInfo]], list[TaskInfo]]
+__all__ = [
+    "ABSTAIN",
+    "PERMIT",
+    "REJECT",
+    "EventHandler",
+    "ExtensionPoint",
+    "Session",
+    "VictimFilter",
+]
 
 
 @dataclass(slots=True)
@@ -75,9 +84,9 @@ class Session:
         self.total_resource: Resource = self.nodes.total_allocatable()
         self.tiers: list[list[PluginOption]] = config.tiers
         self.plugins: dict[str, Plugin] = {}
-        self._callbacks: dict[str, dict[str, Callable[..., Any]]] = {}
-        self._chains: dict[str, list[list[Callable[..., Any]]]] = {}
-        self._flats: dict[str, list[Callable[..., Any]]] = {}
+        self._callbacks: dict[ExtensionPoint, dict[str, Callback]] = {}
+        self._chains: dict[ExtensionPoint, list[list[Any]]] = {}
+        self._flats: dict[ExtensionPoint, list[Any]] = {}
         #: Per request vector: which nodes it fits (later and now) and the node versions seen.
         self.fit_cache: dict[tuple[bytes, bool], tuple[np.ndarray, ...]] = {}
         #: Per task score shape: node-order scores of every node and the node versions they saw.
@@ -98,6 +107,10 @@ class Session:
         self.podgroup_conditions: dict[str, PodGroupConditionUpdate] = {}
         #: Per-queue figures plugins publish for status, metrics and reports.
         self.queue_figures: dict[str, dict[str, Resource | float]] = {}
+        #: Per-queue accounting of a queue plugin (capacity, proportion), by plugin name: queue
+        #: name → an object with ``allocated``, ``request``, ``deserved``, ``capability``,
+        #: ``real_capability``, ``inqueue`` and ``share`` (what metrics export).
+        self.queue_accounts: dict[str, Mapping[str, object]] = {}
         #: Eviction figures for metrics: ``preemption_attempts`` (nodes tried by preempt),
         #: ``preemption_victims`` (victims offered on the last node tried), and
         #: ``transactions/<action>`` (committed statements that evicted something).
@@ -125,17 +138,33 @@ class Session:
 
     # -- registration -------------------------------------------------------------------------
 
-    def register(self, point: str, plugin: str, fn: Callable[..., Any]) -> None:
-        """Register ``fn`` as ``plugin``'s callback on extension ``point``."""
-        self._callbacks.setdefault(point, {})[plugin] = fn
-        self._chains.pop(point, None)
-        self._flats.pop(point, None)
+    def register(self, point: ExtensionPoint | str, plugin: str, fn: Callback) -> None:
+        """Register ``fn`` as ``plugin``'s callback on extension ``point``.
+
+        An unknown point, or a callback that cannot take the point's arguments (see
+        ``framework/points.py``), is an :class:`ExtensionPointError` naming plugin and point.
+        """
+        known = extension_point(point, plugin)
+        check_callback(known, plugin, fn)
+        self._callbacks.setdefault(known, {})[plugin] = fn
+        self._chains.pop(known, None)
+        self._flats.pop(known, None)
+
+    def callbacks(self, point: ExtensionPoint | str) -> list[tuple[str, Callback]]:
+        """(plugin, callback) of every enabled callback on ``point``, in configuration order."""
+        registered = self._callbacks.get(point, {})  # type: ignore[call-overload]
+        return [
+            (option.name, registered[option.name])
+            for tier in self.tiers
+            for option in tier
+            if option.name in registered and option.enabled(point)
+        ]
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
 
     def chain(
-        self, point: str, without: frozenset[str] = frozenset()
+        self, point: ExtensionPoint, without: frozenset[str] = frozenset()
     ) -> list[list[Callable[..., Any]]]:
         """Enabled callbacks of ``point``, grouped by tier, in configuration order; the
         plugins named in ``without`` left out (only the full chain is cached)."""
@@ -155,13 +184,13 @@ class Session:
             self._chains[point] = tiers
         return tiers
 
-    def enabled(self, point: str, plugin: str) -> bool:
+    def enabled(self, point: ExtensionPoint, plugin: str) -> bool:
         """Whether ``plugin`` registered a callback on ``point`` and its switch is on."""
         if plugin not in self._callbacks.get(point, {}):
             return False
         return any(o.name == plugin and o.enabled(point) for tier in self.tiers for o in tier)
 
-    def _flat(self, point: str) -> list[Callable[..., Any]]:
+    def _flat(self, point: ExtensionPoint) -> list[Callable[..., Any]]:
         """Enabled callbacks of ``point`` in order, tiers flattened (cached)."""
         flat = self._flats.get(point)
         if flat is None:
@@ -170,7 +199,7 @@ class Session:
 
     # -- ordering -------------------------------------------------------------------------------
 
-    def _compare(self, point: str, left: Any, right: Any) -> int:
+    def _compare(self, point: ExtensionPoint, left: Any, right: Any) -> int:
         for fn in self._flat(point):
             verdict = fn(left, right)
             if verdict:
@@ -178,19 +207,19 @@ class Session:
         return 0
 
     def job_compare(self, left: JobInfo, right: JobInfo) -> int:
-        verdict = self._compare("job_order", left, right)
+        verdict = self._compare(P.JOB_ORDER, left, right)
         if verdict:
             return verdict
         return _fallback(left.creation, right.creation, left.uid, right.uid)
 
     def queue_compare(self, left: QueueInfo, right: QueueInfo) -> int:
-        verdict = self._compare("queue_order", left, right)
+        verdict = self._compare(P.QUEUE_ORDER, left, right)
         if verdict:
             return verdict
         return _fallback(left.creation, right.creation, left.uid, right.uid)
 
     def task_compare(self, left: TaskInfo, right: TaskInfo) -> int:
-        verdict = self._compare("task_order", left, right)
+        verdict = self._compare(P.TASK_ORDER, left, right)
         if verdict:
             return verdict
         if left.index != right.index:
@@ -213,19 +242,19 @@ class Session:
 
     def job_valid(self, job: JobInfo) -> tuple[str, str] | None:
         """The first plugin objection (reason, message), or None when the job is valid."""
-        for fn in self._flat("job_valid"):
+        for fn in self._flat(P.JOB_VALID):
             result = fn(job)
             if result is not None:
                 return result
         return None
 
-    def _all(self, point: str, *args: Any) -> bool:
+    def _all(self, point: ExtensionPoint, *args: Any) -> bool:
         return all(fn(*args) for fn in self._flat(point))
 
     def job_ready(self, job: JobInfo) -> bool:
-        return self._all("job_ready", job)
+        return self._all(P.JOB_READY, job)
 
-    def _vote(self, point: str, *args: Any) -> bool:
+    def _vote(self, point: ExtensionPoint, *args: Any) -> bool:
         for tier in self.chain(point):
             permitted = False
             for fn in tier:
@@ -239,17 +268,17 @@ class Session:
         return True
 
     def job_pipelined(self, job: JobInfo) -> bool:
-        return self._vote("job_pipelined", job)
+        return self._vote(P.JOB_PIPELINED, job)
 
     def job_enqueueable(self, job: JobInfo) -> bool:
-        return self._vote("job_enqueueable", job)
+        return self._vote(P.JOB_ENQUEUEABLE, job)
 
     def job_enqueued(self, job: JobInfo) -> None:
-        for fn in self._flat("job_enqueued"):
+        for fn in self._flat(P.JOB_ENQUEUED):
             fn(job)
 
     def job_starving(self, job: JobInfo) -> bool:
-        for tier in self.chain("job_starving"):
+        for tier in self.chain(P.JOB_STARVING):
             if tier:
                 return all(fn(job) for fn in tier)
         return False
@@ -257,19 +286,19 @@ class Session:
     # -- queue verdicts -------------------------------------------------------------------------
 
     def overused(self, queue: QueueInfo) -> bool:
-        return any(fn(queue) for fn in self._flat("overused"))
+        return any(fn(queue) for fn in self._flat(P.OVERUSED))
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        return self._all("allocatable", queue, task)
+        return self._all(P.ALLOCATABLE, queue, task)
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        return self._all("preemptive", queue, task)
+        return self._all(P.PREEMPTIVE, queue, task)
 
     # -- nodes ------------------------------------------------------------------------------------
 
     def pre_predicate(self, task: TaskInfo) -> str | None:
         """First objection of a pre-predicate, or None."""
-        for fn in self._flat("pre_predicate"):
+        for fn in self._flat(P.PRE_PREDICATE):
             error = fn(task)
             if error:
                 return error
@@ -278,7 +307,7 @@ class Session:
     def predicate(self, task: TaskInfo) -> Filter:
         """All plugin predicates for ``task`` over every node, combined."""
         combined = Filter.all_pass(len(self.nodes))
-        for fn in self._flat("predicate"):
+        for fn in self._flat(P.PREDICATE):
             result: Filter = fn(task)
             for mask, reason, unresolvable in result.reasons:
                 combined.fail(mask & combined.passed, reason, unresolvable)
@@ -293,7 +322,7 @@ class Session:
         """
         positions = np.asarray(positions, dtype=np.intp)
         total = np.zeros(positions.shape[0])
-        per_node = self._flat("node_order")
+        per_node = self._flat(P.NODE_ORDER)
         if per_node:
             versions = self.nodes.versions
             key = task.score_shape or task.shape
@@ -311,12 +340,30 @@ class Session:
                 scores[stale] = fresh
                 seen[stale] = versions[stale]
             total += scores[positions]
-        for fn in self._flat("batch_node_order"):
+        for fn in self._flat(P.BATCH_NODE_ORDER):
             total += fn(task, positions)
         return total
 
+    def best_node(self, task: TaskInfo, positions: np.ndarray, scores: np.ndarray) -> int | None:
+        """A plugin's choice among the scored candidate ``positions``: the first callback that
+        names one of them decides; None leaves the choice to the highest score."""
+        for fn in self._flat(P.BEST_NODE):
+            chosen = fn(task, positions, scores)
+            if chosen is not None:
+                chosen = int(chosen)
+                if chosen not in positions:
+                    raise ValueError(
+                        f"best_node: a plugin chose node position {chosen}, which is not one "
+                        f"of the {positions.shape[0]} candidates of task {task.uid}"
+                    )
+                return chosen
+        return None
+
+    def has_best_node(self) -> bool:
+        return bool(self._flat(P.BEST_NODE))
+
     def has_scorers(self) -> bool:
-        return any(self.chain("node_order")) or any(self.chain("batch_node_order"))
+        return any(self.chain(P.NODE_ORDER)) or any(self.chain(P.BATCH_NODE_ORDER))
 
     # -- state changes outside statements ---------------------------------------------------------
 
@@ -356,14 +403,18 @@ class Session:
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         """Which of ``candidates`` the plugins let ``preemptor`` evict (same-queue preemption)."""
-        return self._victims("preemptable", preemptor, candidates)
+        return self._victims(P.PREEMPTABLE, preemptor, candidates)
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         """Which of ``candidates`` the plugins let ``reclaimer`` take back across queues."""
-        return self._victims("reclaimable", reclaimer, candidates)
+        return self._victims(P.RECLAIMABLE, reclaimer, candidates)
 
     def victims_without(
-        self, point: str, evictor: TaskInfo, candidates: list[TaskInfo], without: frozenset[str]
+        self,
+        point: ExtensionPoint,
+        evictor: TaskInfo,
+        candidates: list[TaskInfo],
+        without: frozenset[str],
     ) -> list[TaskInfo]:
         """The verdict of ``point`` (``preemptable``/``reclaimable``) with the plugins named in
         ``without`` not voting: the gang-aware actions decide gang minima themselves."""
@@ -371,7 +422,7 @@ class Session:
 
     def _victims(
         self,
-        point: str,
+        point: ExtensionPoint,
         evictor: TaskInfo,
         candidates: list[TaskInfo],
         without: frozenset[str] = frozenset(),
@@ -407,7 +458,9 @@ class Session:
                 return victims
         return []
 
-    def victims_possible(self, point: str, evictor: TaskInfo, candidates: list[TaskInfo]) -> bool:
+    def victims_possible(
+        self, point: ExtensionPoint, evictor: TaskInfo, candidates: list[TaskInfo]
+    ) -> bool:
         """False when no part of ``candidates`` can yield victims on ``point``: every tier
         has no voting plugin or one that refuses the whole set.
 
@@ -440,7 +493,7 @@ class Session:
         nominated: dict[str, TaskInfo] = {}
         filters: list[VictimFilter] = []
         decided = False
-        for tier in self.chain("victim_tasks"):
+        for tier in self.chain(P.VICTIM_TASKS):
             for fn in tier:
                 if isinstance(fn, VictimFilter):
                     filters.append(fn)
@@ -461,7 +514,7 @@ class Session:
         """Which of two victims' queues gives up resources first: the first plugin verdict
         (``victim_queue_order`` callbacks take the preemptor's queue too), else the reverse of
         the queue order."""
-        for fn in self._flat("victim_queue_order"):
+        for fn in self._flat(P.VICTIM_QUEUE_ORDER):
             verdict = fn(left, right, preemptor)
             if verdict:
                 return verdict

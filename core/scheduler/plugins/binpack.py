@@ -16,7 +16,8 @@ import numpy as np
 from stromboli.core.scheduler.api.job import TaskInfo
 from stromboli.core.scheduler.api.resource import CPU, MEMORY, PODS
 from stromboli.core.scheduler.framework.arguments import Arguments
-from stromboli.core.scheduler.framework.plugin import Plugin, register_plugin
+from stromboli.core.scheduler.framework.plugin import Plugin
+from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import Session
 
 WEIGHT = "binpack.weight"
@@ -40,7 +41,6 @@ def resource_weights(arguments: Arguments) -> dict[str, int]:
     return {name: (w if w >= 0 else 1) for name, w in weights.items()}
 
 
-@register_plugin
 class BinpackPlugin(Plugin):
     name = "binpack"
     known_arguments: ClassVar[dict[str, object]] = {
@@ -58,7 +58,7 @@ class BinpackPlugin(Plugin):
         self._requests: dict[str, _Request | None] = {}
         self._capacities: dict[tuple[int, ...], _Capacity] = {}
         if self.weight != 0:
-            ssn.register("node_order", self.name, self.node_order)
+            ssn.register(ExtensionPoint.NODE_ORDER, self.name, self.node_order)
 
     def node_order(self, task: TaskInfo, positions: np.ndarray) -> np.ndarray:
         request = self._requests.get(task.uid, _UNSEEN)

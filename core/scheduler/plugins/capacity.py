@@ -41,7 +41,8 @@ from stromboli.core.scheduler.api.resource import (
     to_amount,
 )
 from stromboli.core.scheduler.api.status import ALLOCATED_STATUS, TaskStatus
-from stromboli.core.scheduler.framework.plugin import Plugin, register_plugin
+from stromboli.core.scheduler.framework.plugin import Plugin
+from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import (
     PERMIT,
     REJECT,
@@ -290,7 +291,6 @@ def _format_names(prefix: str, names: list[str]) -> str:
     return f"{prefix}: " + ", ".join(f"insufficient {name}" for name in names)
 
 
-@register_plugin
 class CapacityPlugin(Plugin):
     name = "capacity"
     known_arguments: ClassVar[dict[str, object]] = {
@@ -315,6 +315,7 @@ class CapacityPlugin(Plugin):
         option = getattr(self, "option", None)
         self.hierarchy = bool(option is not None and option.hierarchy)
         self.attrs: dict[str, QueueAttr] = {}
+        ssn.queue_accounts[self.name] = self.attrs
         if self.hierarchy:
             self._build_tree(ssn)
         else:
@@ -324,15 +325,15 @@ class CapacityPlugin(Plugin):
             attr.update_share()
         self._publish(ssn)
 
-        ssn.register("queue_order", self.name, self.queue_order)
-        ssn.register("allocatable", self.name, self.allocatable)
-        ssn.register("preemptive", self.name, self.preemptive)
-        ssn.register("job_enqueueable", self.name, self.job_enqueueable)
-        ssn.register("job_enqueued", self.name, self.job_enqueued)
-        ssn.register("reclaimable", self.name, self.reclaimable)
+        ssn.register(ExtensionPoint.QUEUE_ORDER, self.name, self.queue_order)
+        ssn.register(ExtensionPoint.ALLOCATABLE, self.name, self.allocatable)
+        ssn.register(ExtensionPoint.PREEMPTIVE, self.name, self.preemptive)
+        ssn.register(ExtensionPoint.JOB_ENQUEUEABLE, self.name, self.job_enqueueable)
+        ssn.register(ExtensionPoint.JOB_ENQUEUED, self.name, self.job_enqueued)
+        ssn.register(ExtensionPoint.RECLAIMABLE, self.name, self.reclaimable)
         if self.hierarchy:
-            ssn.register("job_valid", self.name, self.job_valid)
-            ssn.register("victim_queue_order", self.name, self.victim_queue_order)
+            ssn.register(ExtensionPoint.JOB_VALID, self.name, self.job_valid)
+            ssn.register(ExtensionPoint.VICTIM_QUEUE_ORDER, self.name, self.victim_queue_order)
         ssn.add_event_handler(
             EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate)
         )

@@ -18,7 +18,8 @@ from datetime import datetime, timedelta
 from stromboli.core.api.constants import COOLDOWN_TIME_KEY
 from stromboli.core.clock import parse_time
 from stromboli.core.scheduler.api.job import TaskInfo
-from stromboli.core.scheduler.framework.plugin import Plugin, register_plugin
+from stromboli.core.scheduler.framework.plugin import Plugin
+from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import PERMIT, Session
 from stromboli.core.simulate.durations import parse_duration
 
@@ -70,7 +71,6 @@ def cooling_down(pod: dict, now: datetime) -> bool:
     return since is not None and now < since + timedelta(seconds=cooldown)
 
 
-@register_plugin
 class CdpPlugin(Plugin):
     name = "cdp"
 
@@ -80,5 +80,5 @@ class CdpPlugin(Plugin):
         def victims(_evictor: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
             return [t for t in candidates if not cooling_down(t.pod, now)], PERMIT
 
-        ssn.register("preemptable", self.name, victims)
-        ssn.register("reclaimable", self.name, victims)
+        ssn.register(ExtensionPoint.PREEMPTABLE, self.name, victims)
+        ssn.register(ExtensionPoint.RECLAIMABLE, self.name, victims)

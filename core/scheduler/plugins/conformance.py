@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from stromboli.core.scheduler.api.job import TaskInfo
-from stromboli.core.scheduler.framework.plugin import Plugin, register_plugin
+from stromboli.core.scheduler.framework.plugin import Plugin
+from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import PERMIT, Session
 
 CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
@@ -15,7 +16,6 @@ def evictable(task: TaskInfo) -> bool:
     return class_name not in CRITICAL_CLASSES and task.namespace != SYSTEM_NAMESPACE
 
 
-@register_plugin
 class ConformancePlugin(Plugin):
     name = "conformance"
 
@@ -23,5 +23,5 @@ class ConformancePlugin(Plugin):
         def victims(_preemptor: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
             return [t for t in candidates if evictable(t)], PERMIT
 
-        ssn.register("preemptable", self.name, victims)
-        ssn.register("reclaimable", self.name, victims)
+        ssn.register(ExtensionPoint.PREEMPTABLE, self.name, victims)
+        ssn.register(ExtensionPoint.RECLAIMABLE, self.name, victims)

@@ -13,15 +13,16 @@ import logging
 
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.queue import QueueInfo
-from stromboli.core.scheduler.framework.plugin import Plugin, register_plugin
+from stromboli.core.scheduler.framework.plugin import Plugin
+from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import PERMIT, EventHandler, Session
-from stromboli.core.scheduler.plugins.hdrf import (
+from stromboli.core.scheduler.util.hdrf import (
     HierarchyError,
     HierarchyTree,
     QueuePath,
-    dominant_share,
     parse_hierarchy,
 )
+from stromboli.core.scheduler.util.share import dominant_share
 
 __all__ = ["SHARE_DELTA", "DrfPlugin", "dominant_share"]
 
@@ -33,7 +34,6 @@ SHARE_DELTA = 1e-6
 _reported: set[str] = set()
 
 
-@register_plugin
 class DrfPlugin(Plugin):
     name = "drf"
 
@@ -75,8 +75,8 @@ class DrfPlugin(Plugin):
                     chosen.append(task)
             return chosen, PERMIT
 
-        ssn.register("job_order", self.name, job_order)
-        ssn.register("preemptable", self.name, victims)
+        ssn.register(ExtensionPoint.JOB_ORDER, self.name, job_order)
+        ssn.register(ExtensionPoint.PREEMPTABLE, self.name, victims)
         ssn.add_event_handler(EventHandler(allocate=refresh, deallocate=refresh))
 
     # -- hierarchy ----------------------------------------------------------------------------
@@ -91,8 +91,8 @@ class DrfPlugin(Plugin):
             if path is not None:
                 tree.add_job(job.uid, path, job.allocated, job.total_request)
         tree.refresh()
-        ssn.register("queue_order", self.name, self.queue_order)
-        ssn.register("reclaimable", self.name, self.reclaimable)
+        ssn.register(ExtensionPoint.QUEUE_ORDER, self.name, self.queue_order)
+        ssn.register(ExtensionPoint.RECLAIMABLE, self.name, self.reclaimable)
 
     def queue_order(self, left: QueueInfo, right: QueueInfo) -> int:
         assert self.tree is not None

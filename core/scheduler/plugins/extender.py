@@ -59,7 +59,8 @@ from stromboli.core.scheduler.api.node import NodeInfo
 from stromboli.core.scheduler.api.queue import QueueInfo
 from stromboli.core.scheduler.api.resource import CPU, MEMORY, Resource
 from stromboli.core.scheduler.framework.filters import Filter
-from stromboli.core.scheduler.framework.plugin import Plugin, register_plugin
+from stromboli.core.scheduler.framework.plugin import Plugin
+from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import (
     ABSTAIN,
     PERMIT,
@@ -67,7 +68,7 @@ from stromboli.core.scheduler.framework.session import (
     EventHandler,
     Session,
 )
-from stromboli.core.scheduler.plugins.sla import go_duration
+from stromboli.core.scheduler.util.durations import go_duration
 
 log = logging.getLogger(__name__)
 
@@ -246,7 +247,6 @@ def _resource_names(containers: list[dict] | None) -> set[str]:
     return names
 
 
-@register_plugin
 class ExtenderPlugin(Plugin):
     name = "extender"
     known_arguments: ClassVar[dict[str, object]] = {
@@ -299,15 +299,16 @@ class ExtenderPlugin(Plugin):
         self._register(ssn)
 
     def _register(self, ssn: Session) -> None:
-        points: list[tuple[str, str, Callable[..., Any]]] = [
-            ("predicateVerb", "predicate", self.predicate),
-            ("prioritizeVerb", "batch_node_order", self.prioritize),
-            ("preemptableVerb", "preemptable", self._victims("preemptableVerb")),
-            ("reclaimableVerb", "reclaimable", self._victims("reclaimableVerb")),
-            ("jobEnqueueableVerb", "job_enqueueable", self.job_enqueueable),
-            ("jobEnqueuedVerb", "job_enqueued", self.job_enqueued),
-            ("queueOverusedVerb", "overused", self.overused),
-            ("jobReadyVerb", "job_ready", self.job_ready),
+        P = ExtensionPoint
+        points: list[tuple[str, ExtensionPoint, Callable[..., Any]]] = [
+            ("predicateVerb", P.PREDICATE, self.predicate),
+            ("prioritizeVerb", P.BATCH_NODE_ORDER, self.prioritize),
+            ("preemptableVerb", P.PREEMPTABLE, self._victims("preemptableVerb")),
+            ("reclaimableVerb", P.RECLAIMABLE, self._victims("reclaimableVerb")),
+            ("jobEnqueueableVerb", P.JOB_ENQUEUEABLE, self.job_enqueueable),
+            ("jobEnqueuedVerb", P.JOB_ENQUEUED, self.job_enqueued),
+            ("queueOverusedVerb", P.OVERUSED, self.overused),
+            ("jobReadyVerb", P.JOB_READY, self.job_ready),
         ]
         for verb, point, fn in points:
             if self._verb(verb):

@@ -15,25 +15,25 @@ from stromboli.core.scheduler.framework.conditions import (
     schedulable_task_num,
     terminating_members_only,
 )
-from stromboli.core.scheduler.framework.plugin import Plugin, register_plugin
+from stromboli.core.scheduler.framework.plugin import Plugin
+from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import PERMIT, REJECT, Session
 
 READY_REASON = "tasks in gang are ready to be scheduled"
 
 
-@register_plugin
 class GangPlugin(Plugin):
     name = "gang"
 
     def on_session_open(self, ssn: Session) -> None:
-        ssn.register("job_valid", self.name, self.job_valid)
-        ssn.register("job_order", self.name, self.job_order)
-        ssn.register("job_ready", self.name, self.job_ready)
-        ssn.register("job_pipelined", self.name, self.job_pipelined)
-        ssn.register("job_starving", self.name, self.job_starving)
+        ssn.register(ExtensionPoint.JOB_VALID, self.name, self.job_valid)
+        ssn.register(ExtensionPoint.JOB_ORDER, self.name, self.job_order)
+        ssn.register(ExtensionPoint.JOB_READY, self.name, self.job_ready)
+        ssn.register(ExtensionPoint.JOB_PIPELINED, self.name, self.job_pipelined)
+        ssn.register(ExtensionPoint.JOB_STARVING, self.name, self.job_starving)
         victims = self.victims(ssn)
-        ssn.register("preemptable", self.name, victims)
-        ssn.register("reclaimable", self.name, victims)
+        ssn.register(ExtensionPoint.PREEMPTABLE, self.name, victims)
+        ssn.register(ExtensionPoint.RECLAIMABLE, self.name, victims)
 
     @staticmethod
     def job_valid(job: JobInfo) -> tuple[str, str] | None:

@@ -35,7 +35,8 @@ from stromboli.core.scheduler.api.queue import QueueInfo
 from stromboli.core.scheduler.api.resource import EPSILON, PODS, Resource, to_amount
 from stromboli.core.scheduler.api.status import ALLOCATED_STATUS
 from stromboli.core.scheduler.framework.filters import Filter
-from stromboli.core.scheduler.framework.plugin import Plugin, register_plugin
+from stromboli.core.scheduler.framework.plugin import Plugin
+from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import EventHandler, Session
 
 log = logging.getLogger(__name__)
@@ -128,7 +129,6 @@ def parse_limits(queue: QueueInfo) -> tuple[dict[str, dict[str, float]], str]:
         return {}, f"queue {queue.name}: {k.NODEGROUP_RESOURCE_LIMITS_KEY}: {err}"
 
 
-@register_plugin
 class NodeGroupPlugin(Plugin):
     name = "nodegroup"
     known_arguments: ClassVar[dict[str, object]] = {"strict": True, "enablePreferredOrder": False}
@@ -158,8 +158,8 @@ class NodeGroupPlugin(Plugin):
                 self._account(job.queue, task, 1.0)
         self._masks: dict[str, tuple[np.ndarray, ...]] = {}
         self._scores: dict[str, np.ndarray] = {}
-        ssn.register("predicate", self.name, self.predicate)
-        ssn.register("batch_node_order", self.name, self.node_order)
+        ssn.register(ExtensionPoint.PREDICATE, self.name, self.predicate)
+        ssn.register(ExtensionPoint.BATCH_NODE_ORDER, self.name, self.node_order)
         ssn.add_event_handler(
             EventHandler(
                 allocate=lambda task: self._account(self._queue_of(task), task, 1.0),

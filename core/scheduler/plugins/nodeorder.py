@@ -21,12 +21,13 @@ from typing import ClassVar
 import numpy as np
 
 from stromboli.core.scheduler.api.job import TaskInfo
-from stromboli.core.scheduler.framework.plugin import Plugin, register_plugin
+from stromboli.core.scheduler.framework.plugin import Plugin
+from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import Session
-from stromboli.core.scheduler.plugins.predicates import nodeaffinity, podaffinity, spread, taints
-from stromboli.core.scheduler.plugins.predicates.nodeindex import NodeIndex
-from stromboli.core.scheduler.plugins.predicates.podspec import spec_of
-from stromboli.core.scheduler.plugins.predicates.state import SessionState
+from stromboli.core.scheduler.util.kube import nodeaffinity, podaffinity, spread, taints
+from stromboli.core.scheduler.util.kube.nodeindex import NodeIndex
+from stromboli.core.scheduler.util.kube.podspec import spec_of
+from stromboli.core.scheduler.util.kube.state import SessionState
 
 MAX_NODE_SCORE = 100.0
 #: kube-scheduler's request assumed for a pod that requests no cpu / no memory when scoring.
@@ -158,7 +159,6 @@ def image_locality(index: NodeIndex, images: tuple[str, ...]) -> np.ndarray:
     return np.floor(MAX_NODE_SCORE * (clipped - IMAGE_MIN) / (high - IMAGE_MIN))
 
 
-@register_plugin
 class NodeOrderPlugin(Plugin):
     name = "nodeorder"
     known_arguments: ClassVar[dict[str, object]] = dict(WEIGHTS)
@@ -174,9 +174,9 @@ class NodeOrderPlugin(Plugin):
         self._resource_weights = any(weight[k] for k in RESOURCE_SCORES)
         self._images_by_task: dict[str, np.ndarray] = {}
         if any(weight[k] for k in PER_NODE):
-            ssn.register("node_order", self.name, self.node_order)
+            ssn.register(ExtensionPoint.NODE_ORDER, self.name, self.node_order)
         if any(weight[k] for k in NORMALISED):
-            ssn.register("batch_node_order", self.name, self.batch_node_order)
+            ssn.register(ExtensionPoint.BATCH_NODE_ORDER, self.name, self.batch_node_order)
 
     # -- per-node scores ---------------------------------------------------------------------------
 

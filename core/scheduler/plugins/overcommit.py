@@ -10,28 +10,15 @@ from typing import ClassVar
 
 from stromboli.core.scheduler.api.job import JobInfo
 from stromboli.core.scheduler.api.resource import EPSILON, PODS, Resource
-from stromboli.core.scheduler.framework.plugin import Plugin, register_plugin
+from stromboli.core.scheduler.framework.plugin import Plugin
+from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import PERMIT, REJECT, Session
+from stromboli.core.scheduler.util.inqueue import without_gated
 
 DEFAULT_FACTOR = 1.2
 OVERUSED_MESSAGE = "resource in cluster is overused"
 
 
-def without_gated(job: JobInfo, reserved: Resource) -> Resource:
-    """``reserved`` less what the job's scheduling-gated pods request (never below zero):
-    gated pods cannot run yet, so an admitted job does not hold room for them and other
-    jobs may be admitted meanwhile (Volcano e2e "Scheduling gated task will not consume
-    inqueue resources")."""
-    gated = Resource()
-    for task in job.tasks.values():
-        if task.gated:
-            gated.add(task.resreq)
-    if gated.is_empty():
-        return reserved
-    return Resource({name: max(v - gated.get(name), 0.0) for name, v in reserved.amounts.items()})
-
-
-@register_plugin
 class OvercommitPlugin(Plugin):
     name = "overcommit"
     known_arguments: ClassVar[dict[str, object]] = {"overcommit-factor": DEFAULT_FACTOR}
@@ -69,5 +56,5 @@ class OvercommitPlugin(Plugin):
             if job.min_resources is not None:
                 inqueue.add(job.min_resources)
 
-        ssn.register("job_enqueueable", self.name, job_enqueueable)
-        ssn.register("job_enqueued", self.name, job_enqueued)
+        ssn.register(ExtensionPoint.JOB_ENQUEUEABLE, self.name, job_enqueueable)
+        ssn.register(ExtensionPoint.JOB_ENQUEUED, self.name, job_enqueued)

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from stromboli.core.cluster.selectors import Selector, SelectorError, selector_from_dict
 from stromboli.core.scheduler.api.job import TaskInfo
 from stromboli.core.scheduler.api.status import TaskStatus
-from stromboli.core.scheduler.framework.plugin import Plugin, register_plugin
+from stromboli.core.scheduler.framework.plugin import Plugin
+from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import (
     PERMIT,
     EventHandler,
@@ -147,7 +148,6 @@ def read_budgets(ssn: Session) -> list[Budget]:
     return budgets
 
 
-@register_plugin
 class PdbPlugin(Plugin):
     name = "pdb"
 
@@ -181,7 +181,7 @@ class PdbPlugin(Plugin):
         def victims(_evictor: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
             return keep_budgets(candidates), PERMIT
 
-        ssn.register("preemptable", self.name, victims)
-        ssn.register("reclaimable", self.name, victims)
-        ssn.register("victim_tasks", self.name, VictimFilter(keep_budgets))
+        ssn.register(ExtensionPoint.PREEMPTABLE, self.name, victims)
+        ssn.register(ExtensionPoint.RECLAIMABLE, self.name, victims)
+        ssn.register(ExtensionPoint.VICTIM_TASKS, self.name, VictimFilter(keep_budgets))
         ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.status import READY_STATUS, TaskStatus
-from stromboli.core.scheduler.framework.plugin import Plugin, register_plugin
+from stromboli.core.scheduler.framework.plugin import Plugin
+from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import PERMIT, Session
 
 
@@ -14,18 +15,21 @@ def _desc(left: int, right: int) -> int:
     return -1 if left > right else 1
 
 
-@register_plugin
 class PriorityPlugin(Plugin):
     name = "priority"
 
     def on_session_open(self, ssn: Session) -> None:
         ssn.register(
-            "task_order", self.name, lambda left, right: _desc(left.priority, right.priority)
+            ExtensionPoint.TASK_ORDER,
+            self.name,
+            lambda left, right: _desc(left.priority, right.priority),
         )
         ssn.register(
-            "job_order", self.name, lambda left, right: _desc(left.priority, right.priority)
+            ExtensionPoint.JOB_ORDER,
+            self.name,
+            lambda left, right: _desc(left.priority, right.priority),
         )
-        ssn.register("job_starving", self.name, self.job_starving)
+        ssn.register(ExtensionPoint.JOB_STARVING, self.name, self.job_starving)
 
         def victims(preemptor: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
             preemptor_job = ssn.jobs[preemptor.job_id]
@@ -41,7 +45,7 @@ class PriorityPlugin(Plugin):
                     chosen.append(task)
             return chosen, PERMIT
 
-        ssn.register("preemptable", self.name, victims)
+        ssn.register(ExtensionPoint.PREEMPTABLE, self.name, victims)
 
     @staticmethod
     def job_starving(job: JobInfo) -> bool:

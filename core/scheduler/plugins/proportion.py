@@ -15,14 +15,15 @@ from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.queue import QueueInfo
 from stromboli.core.scheduler.api.resource import EPSILON, PODS, Resource
 from stromboli.core.scheduler.api.status import ALLOCATED_STATUS, TaskStatus
-from stromboli.core.scheduler.framework.plugin import Plugin, register_plugin
+from stromboli.core.scheduler.framework.plugin import Plugin
+from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import (
     PERMIT,
     REJECT,
     EventHandler,
     Session,
 )
-from stromboli.core.scheduler.plugins.overcommit import without_gated
+from stromboli.core.scheduler.util.inqueue import without_gated
 
 
 @dataclass(slots=True)
@@ -98,7 +99,6 @@ def water_fill(attrs: list[QueueAttr], total: Resource) -> None:
             break
 
 
-@register_plugin
 class ProportionPlugin(Plugin):
     name = "proportion"
 
@@ -110,6 +110,7 @@ class ProportionPlugin(Plugin):
                 total_guarantee.add(queue.guarantee)
         attrs: dict[str, QueueAttr] = {}
         self.attrs = attrs
+        ssn.queue_accounts[self.name] = attrs
         for job in ssn.jobs.values():
             queue = ssn.queues.get(job.queue)
             if queue is None:
@@ -211,13 +212,13 @@ class ProportionPlugin(Plugin):
                     chosen.append(task)
             return chosen, PERMIT
 
-        ssn.register("queue_order", self.name, queue_order)
-        ssn.register("overused", self.name, overused)
-        ssn.register("allocatable", self.name, allocatable)
-        ssn.register("preemptive", self.name, allocatable)
-        ssn.register("job_enqueueable", self.name, job_enqueueable)
-        ssn.register("job_enqueued", self.name, job_enqueued)
-        ssn.register("reclaimable", self.name, victims)
+        ssn.register(ExtensionPoint.QUEUE_ORDER, self.name, queue_order)
+        ssn.register(ExtensionPoint.OVERUSED, self.name, overused)
+        ssn.register(ExtensionPoint.ALLOCATABLE, self.name, allocatable)
+        ssn.register(ExtensionPoint.PREEMPTIVE, self.name, allocatable)
+        ssn.register(ExtensionPoint.JOB_ENQUEUEABLE, self.name, job_enqueueable)
+        ssn.register(ExtensionPoint.JOB_ENQUEUED, self.name, job_enqueued)
+        ssn.register(ExtensionPoint.RECLAIMABLE, self.name, victims)
         ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))
 
     @staticmethod

@@ -32,9 +32,10 @@ from stromboli.core.api import constants as k
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.status import TaskStatus
 from stromboli.core.scheduler.framework.filters import Filter
-from stromboli.core.scheduler.framework.plugin import Plugin, register_plugin
+from stromboli.core.scheduler.framework.plugin import Plugin
+from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import EventHandler, Session
-from stromboli.core.scheduler.plugins.sla import creation_time, positive_duration
+from stromboli.core.scheduler.util.durations import creation_time, positive_duration
 from stromboli.core.scheduler.util.placement import requested_columns
 
 log = logging.getLogger(__name__)
@@ -44,7 +45,6 @@ DEFAULT_WAITING_TIME = "5m"
 EPSILON = 0.1
 
 
-@register_plugin
 class ReservationPlugin(Plugin):
     name = "reservation"
     known_arguments: ClassVar[dict[str, object]] = {WAITING_TIME_ARGUMENT: DEFAULT_WAITING_TIME}
@@ -66,8 +66,8 @@ class ReservationPlugin(Plugin):
         if self.target is None:
             return
         log.info("reservation: job %s is starving; reserving nodes for it", self.target.uid)
-        ssn.register("job_order", self.name, self.job_order)
-        ssn.register("predicate", self.name, self.predicate)
+        ssn.register(ExtensionPoint.JOB_ORDER, self.name, self.job_order)
+        ssn.register(ExtensionPoint.PREDICATE, self.name, self.predicate)
         ssn.add_event_handler(EventHandler(allocate=self._allocated, deallocate=self._released))
 
     # -- which job starves ------------------------------------------------------------------

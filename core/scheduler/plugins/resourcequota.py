@@ -18,7 +18,8 @@ from fractions import Fraction
 
 from stromboli.core.api.quantity import QuantityError, parse_quantity
 from stromboli.core.scheduler.api.job import JobInfo
-from stromboli.core.scheduler.framework.plugin import Plugin, register_plugin
+from stromboli.core.scheduler.framework.plugin import Plugin
+from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import PERMIT, REJECT, Session
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,6 @@ def format_list(values: Quantities) -> str:
     return "map[" + " ".join(f"{n}:{format_quantity(v)}" for n, v in sorted(values.items())) + "]"
 
 
-@register_plugin
 class ResourceQuotaPlugin(Plugin):
     name = "resourcequota"
 
@@ -72,8 +72,8 @@ class ResourceQuotaPlugin(Plugin):
         self.ssn = ssn
         #: Namespace → minResources admitted by this session (not in any quota's ``used`` yet).
         self.pending: dict[str, Quantities] = {}
-        ssn.register("job_enqueueable", self.name, self.job_enqueueable)
-        ssn.register("job_enqueued", self.name, self.job_enqueued)
+        ssn.register(ExtensionPoint.JOB_ENQUEUEABLE, self.name, self.job_enqueueable)
+        ssn.register(ExtensionPoint.JOB_ENQUEUED, self.name, self.job_enqueued)
 
     def _quotas(self, namespace: str) -> list[dict]:
         return self.ssn.snapshot.resource_quotas.get(namespace) or []

@@ -11,80 +11,21 @@ that the cluster starts reserving resources for it; before that it abstains.
 from __future__ import annotations
 
 import logging
-import re
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import ClassVar
 
 from stromboli.core.api import constants as k
-from stromboli.core.clock import parse_time
 from stromboli.core.scheduler.api.job import JobInfo
-from stromboli.core.scheduler.framework.plugin import Plugin, register_plugin
+from stromboli.core.scheduler.framework.plugin import Plugin
+from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import ABSTAIN, PERMIT, Session
+from stromboli.core.scheduler.util.durations import creation_time, positive_duration
 
 log = logging.getLogger(__name__)
 
 WAITING_TIME_ARGUMENT = "sla-waiting-time"
 
-_UNITS = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "μs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
-_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 
-
-def go_duration(text: str) -> timedelta:
-    """A Go ``time.ParseDuration`` string (``90s``, ``1h2m3s``, ``1.5h``, ``-5m``, ``0``)."""
-    value = str(text).strip()
-    sign = 1.0
-    if value[:1] in "+-" and value:
-        sign = -1.0 if value[0] == "-" else 1.0
-        value = value[1:]
-    if value == "0":
-        return timedelta(0)
-    position, seconds = 0, 0.0
-    for match in _PART.finditer(value):
-        if match.start() != position:
-            break
-        seconds += float(match.group(1)) * _UNITS[match.group(2)]
-        position = match.end()
-    if not value or position != len(value):
-        raise ValueError(
-            f"{text!r} is not a duration (expected a Go duration such as 90s, 10m or 1h30m)"
-        )
-    return timedelta(seconds=sign * seconds)
-
-
-def positive_duration(text: object, where: str) -> timedelta | None:
-    """A positive duration, or None (logged) when ``text`` is not one."""
-    try:
-        duration = go_duration(str(text))
-    except ValueError as err:
-        log.warning("%s: %s", where, err)
-        return None
-    if duration <= timedelta(0):
-        log.warning("%s: waiting time %r must be positive; ignored", where, text)
-        return None
-    return duration
-
-
-def creation_time(job: JobInfo) -> datetime | None:
-    """When the job's PodGroup was created, or None when it does not say."""
-    if not job.creation:
-        return None
-    try:
-        return parse_time(job.creation)
-    except ValueError:
-        log.warning("job %s: unreadable creationTimestamp %r", job.uid, job.creation)
-        return None
-
-
-@register_plugin
 class SlaPlugin(Plugin):
     name = "sla"
     known_arguments: ClassVar[dict[str, object]] = {WAITING_TIME_ARGUMENT: ""}
@@ -97,9 +38,9 @@ class SlaPlugin(Plugin):
                 self.arguments.get(WAITING_TIME_ARGUMENT), f"sla: argument {WAITING_TIME_ARGUMENT}"
             )
         self._waits: dict[str, timedelta | None] = {}
-        ssn.register("job_order", self.name, self.job_order)
-        ssn.register("job_enqueueable", self.name, self.permit_when_overdue)
-        ssn.register("job_pipelined", self.name, self.permit_when_overdue)
+        ssn.register(ExtensionPoint.JOB_ORDER, self.name, self.job_order)
+        ssn.register(ExtensionPoint.JOB_ENQUEUEABLE, self.name, self.permit_when_overdue)
+        ssn.register(ExtensionPoint.JOB_PIPELINED, self.name, self.permit_when_overdue)
 
     def waiting_time(self, job: JobInfo) -> timedelta | None:
         """The job's own waiting time (annotation), else the plugin's, else None."""

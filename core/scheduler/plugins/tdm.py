@@ -35,9 +35,10 @@ from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.pod import parse_bool
 from stromboli.core.scheduler.api.status import TaskStatus
 from stromboli.core.scheduler.framework.filters import Filter
-from stromboli.core.scheduler.framework.plugin import Plugin, register_plugin
+from stromboli.core.scheduler.framework.plugin import Plugin
+from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import PERMIT, REJECT, Session
-from stromboli.core.scheduler.plugins.sla import go_duration
+from stromboli.core.scheduler.util.durations import go_duration
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +122,6 @@ def int_or_percent(value: object, total: int) -> int:
         return 0
 
 
-@register_plugin
 class TdmPlugin(Plugin):
     name = "tdm"
     known_arguments: ClassVar[dict[str, object]] = {EVICT_PERIOD: "1m"}
@@ -163,13 +163,13 @@ class TdmPlugin(Plugin):
             self.closed |= mask
             self.closed_reasons.append((mask, reason))
         self.open = self.revocable & ~self.closed
-        ssn.register("predicate", self.name, self.predicate)
-        ssn.register("batch_node_order", self.name, self.node_order)
-        ssn.register("preemptable", self.name, self.preemptable)
-        ssn.register("victim_tasks", self.name, self.victim_tasks)
-        ssn.register("job_order", self.name, self.job_order)
-        ssn.register("job_pipelined", self.name, self.job_pipelined)
-        ssn.register("job_starving", self.name, self.job_starving)
+        ssn.register(ExtensionPoint.PREDICATE, self.name, self.predicate)
+        ssn.register(ExtensionPoint.BATCH_NODE_ORDER, self.name, self.node_order)
+        ssn.register(ExtensionPoint.PREEMPTABLE, self.name, self.preemptable)
+        ssn.register(ExtensionPoint.VICTIM_TASKS, self.name, self.victim_tasks)
+        ssn.register(ExtensionPoint.JOB_ORDER, self.name, self.job_order)
+        ssn.register(ExtensionPoint.JOB_PIPELINED, self.name, self.job_pipelined)
+        ssn.register(ExtensionPoint.JOB_STARVING, self.name, self.job_starving)
 
     def zone_active(self, zone: str) -> bool:
         window = self.windows.get(zone)

@@ -57,6 +57,7 @@ from stromboli.core.scheduler.api.status import (
 from stromboli.core.scheduler.framework.arguments import ArgumentError
 from stromboli.core.scheduler.framework.filters import FitErrors
 from stromboli.core.scheduler.framework.plugin import Action
+from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.framework.statement import Statement
 from stromboli.core.scheduler.util.placement import place, requested_columns
@@ -262,7 +263,7 @@ def job_bundles(ssn: Session, job: JobInfo, candidates: list[TaskInfo]) -> list[
 
 
 def evictable(
-    ssn: Session, point: str, evictor: TaskInfo, candidates: list[TaskInfo]
+    ssn: Session, point: ExtensionPoint, evictor: TaskInfo, candidates: list[TaskInfo]
 ) -> list[TaskInfo]:
     """The plugins' verdict on ``candidates`` at ``point`` (``preemptable``/``reclaimable``),
     combined as ``Session`` combines it (first tier with victims decides; within a tier the
@@ -383,7 +384,7 @@ class GangEviction(Action):
     """The loop both gang-aware actions share; subclasses say who may be a victim."""
 
     #: Extension point the plugins vote on victims through.
-    point: ClassVar[str] = ""
+    point: ClassVar[ExtensionPoint] = ExtensionPoint.PREEMPTABLE
     known_arguments: ClassVar[dict[str, object]] = {"maxDomains": 8, "allowWholeBundle": True}
 
     def read_arguments(self, ssn: Session) -> None:

@@ -126,9 +126,11 @@ def place(ssn: Session, task: TaskInfo, use_future_idle: bool = True) -> Placeme
     idle_ok = feasible & idle_ok
     candidates = idle_ok if idle_ok.any() else feasible
     positions = sample(ssn, candidates)
-    if positions.shape[0] > 1 and ssn.has_scorers():
-        scores = ssn.node_scores(task, positions)
-        best = int(positions[int(np.argmax(scores))])
-    else:
-        best = int(positions[0])
+    best = int(positions[0])
+    if positions.shape[0] > 1:
+        scorers = ssn.has_scorers()
+        if scorers or ssn.has_best_node():
+            scores = ssn.node_scores(task, positions) if scorers else np.zeros(len(positions))
+            chosen = ssn.best_node(task, positions, scores)
+            best = int(positions[int(np.argmax(scores))]) if chosen is None else chosen
     return Placement(nodes.nodes[best].name, bool(idle_ok[best]))

@@ -33,6 +33,7 @@ import numpy as np
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.resource import EPSILON
 from stromboli.core.scheduler.api.status import TaskStatus
+from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.framework.statement import Statement
 from stromboli.core.scheduler.util.placement import requested_columns, resource_fit
@@ -213,13 +214,13 @@ class FailureMemo:
 
 
 #: The extension point that decides victims for each eviction reason.
-VICTIM_POINT = {PREEMPT: "preemptable", RECLAIM: "reclaimable"}
+VICTIM_POINT = {PREEMPT: ExtensionPoint.PREEMPTABLE, RECLAIM: ExtensionPoint.RECLAIMABLE}
 
 
 def keeps_gang(ssn: Session, victim: TaskInfo, evictor: TaskInfo, reason: str = PREEMPT) -> bool:
     """Whether evicting ``victim`` leaves its job either whole or at least at its minimum
     (always true when the gang plugin does not vote on victims for ``reason``)."""
-    if not ssn.enabled(VICTIM_POINT.get(reason, "preemptable"), "gang"):
+    if not ssn.enabled(VICTIM_POINT.get(reason, ExtensionPoint.PREEMPTABLE), "gang"):
         return True
     if victim.job_id == evictor.job_id:
         return True  # the evictor takes the victim's place in the same job

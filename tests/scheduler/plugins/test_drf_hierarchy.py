@@ -13,7 +13,7 @@ from stromboli.core.api import constants as k
 from stromboli.core.scheduler.api.resource import Resource
 from stromboli.core.scheduler.framework.session import PERMIT, Session
 from stromboli.core.scheduler.plugins.drf import DrfPlugin
-from stromboli.core.scheduler.plugins.hdrf import (
+from stromboli.core.scheduler.util.hdrf import (
     HierarchyError,
     HierarchyTree,
     QueuePath,

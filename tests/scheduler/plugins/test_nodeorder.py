@@ -11,8 +11,8 @@ import pytest
 from stromboli.core.scheduler.api.build import node_info_from, task_info_from
 from stromboli.core.scheduler.api.job import TaskInfo
 from stromboli.core.scheduler.api.node import NodeTable
-from stromboli.core.scheduler.conf import PluginOption, SchedulerConfig
 from stromboli.core.scheduler.framework.arguments import Arguments
+from stromboli.core.scheduler.framework.options import PluginOption, SchedulerConfig
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.framework.snapshot import Snapshot
 from stromboli.core.scheduler.plugins.nodeorder import WEIGHTS, NodeOrderPlugin

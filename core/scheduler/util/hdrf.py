@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from stromboli.core.api import constants as k
 from stromboli.core.scheduler.api.resource import EPSILON, PODS, Resource
+from stromboli.core.scheduler.util.share import dominant_share
 
 log = logging.getLogger(__name__)
 
@@ -94,16 +95,6 @@ def parse_hierarchy(queue: str, annotations: Mapping[str, str]) -> QueuePath:
     if names[0] == ROOT:
         return QueuePath(tuple(names[1:]), values[1:])
     return QueuePath(tuple(names), values)
-
-
-def dominant_share(allocated: Resource, total: Resource) -> float:
-    """The largest fraction of any cluster resource (pods and absent resources excluded)."""
-    share = 0.0
-    for name, capacity in total.amounts.items():
-        if name == PODS or capacity <= 0:
-            continue
-        share = max(share, allocated.get(name) / capacity)
-    return share
 
 
 @dataclass(slots=True, eq=False)

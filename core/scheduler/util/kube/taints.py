@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from stromboli.core.scheduler.plugins.predicates.nodeindex import NodeIndex
-from stromboli.core.scheduler.plugins.predicates.podspec import PodSpecInfo
+from stromboli.core.scheduler.util.kube.nodeindex import NodeIndex
+from stromboli.core.scheduler.util.kube.podspec import PodSpecInfo
 
 HARD_EFFECTS = ("NoSchedule", "NoExecute")
 PREFER_NO_SCHEDULE = "PreferNoSchedule"

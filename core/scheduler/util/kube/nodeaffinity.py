@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from stromboli.core.scheduler.plugins.predicates.nodeindex import NodeIndex
-from stromboli.core.scheduler.plugins.predicates.podspec import (
+from stromboli.core.scheduler.util.kube.nodeindex import NodeIndex
+from stromboli.core.scheduler.util.kube.podspec import (
     NodeExpression,
     NodeTerm,
     PodSpecInfo,

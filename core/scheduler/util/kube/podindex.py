@@ -11,7 +11,7 @@ from collections.abc import Callable, Hashable, Iterable
 
 import numpy as np
 
-from stromboli.core.scheduler.plugins.predicates.podspec import PodSpecInfo, PodTerm
+from stromboli.core.scheduler.util.kube.podspec import PodSpecInfo, PodTerm
 
 #: Weight kube-scheduler gives an existing pod's required affinity term when scoring.
 HARD_POD_AFFINITY_WEIGHT = 1

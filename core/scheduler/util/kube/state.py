@@ -17,12 +17,12 @@ import numpy as np
 from stromboli.core.scheduler.api.job import TaskInfo
 from stromboli.core.scheduler.api.status import TaskStatus
 from stromboli.core.scheduler.framework.session import EventHandler, Session
-from stromboli.core.scheduler.plugins.predicates import nodeaffinity, taints, unschedulable
-from stromboli.core.scheduler.plugins.predicates.nodeindex import node_index
-from stromboli.core.scheduler.plugins.predicates.podcount import PodRoom
-from stromboli.core.scheduler.plugins.predicates.podindex import PodIndex
-from stromboli.core.scheduler.plugins.predicates.podspec import PodSpecInfo, spec_of
-from stromboli.core.scheduler.plugins.predicates.ports import PortIndex
+from stromboli.core.scheduler.util.kube import nodeaffinity, taints, unschedulable
+from stromboli.core.scheduler.util.kube.nodeindex import node_index
+from stromboli.core.scheduler.util.kube.podcount import PodRoom
+from stromboli.core.scheduler.util.kube.podindex import PodIndex
+from stromboli.core.scheduler.util.kube.podspec import PodSpecInfo, spec_of
+from stromboli.core.scheduler.util.kube.ports import PortIndex
 
 
 @dataclass(slots=True)

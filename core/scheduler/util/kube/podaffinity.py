@@ -16,9 +16,9 @@ from __future__ import annotations
 import numpy as np
 
 from stromboli.core.scheduler.framework.filters import Filter
-from stromboli.core.scheduler.plugins.predicates.nodeindex import NodeIndex
-from stromboli.core.scheduler.plugins.predicates.podindex import PodIndex
-from stromboli.core.scheduler.plugins.predicates.podspec import PodSpecInfo, PodTerm
+from stromboli.core.scheduler.util.kube.nodeindex import NodeIndex
+from stromboli.core.scheduler.util.kube.podindex import PodIndex
+from stromboli.core.scheduler.util.kube.podspec import PodSpecInfo, PodTerm
 
 EXISTING_ANTI_REASON = "node(s) didn't satisfy existing pods anti-affinity rules"
 ANTI_REASON = "node(s) didn't match pod anti-affinity rules"

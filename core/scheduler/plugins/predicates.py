@@ -17,9 +17,10 @@ from typing import ClassVar
 
 from stromboli.core.scheduler.api.job import TaskInfo
 from stromboli.core.scheduler.framework.filters import Filter
-from stromboli.core.scheduler.framework.plugin import Plugin, register_plugin
+from stromboli.core.scheduler.framework.plugin import Plugin
+from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import Session
-from stromboli.core.scheduler.plugins.predicates import (
+from stromboli.core.scheduler.util.kube import (
     nodeaffinity,
     podaffinity,
     podcount,
@@ -27,11 +28,10 @@ from stromboli.core.scheduler.plugins.predicates import (
     spread,
     unschedulable,
 )
-from stromboli.core.scheduler.plugins.predicates.podspec import PodSpecInfo, spec_of
-from stromboli.core.scheduler.plugins.predicates.state import SessionState, StaticMasks
+from stromboli.core.scheduler.util.kube.podspec import PodSpecInfo, spec_of
+from stromboli.core.scheduler.util.kube.state import SessionState, StaticMasks
 
 
-@register_plugin
 class PredicatesPlugin(Plugin):
     name = "predicates"
     known_arguments: ClassVar[dict[str, object]] = {
@@ -61,8 +61,8 @@ class PredicatesPlugin(Plugin):
         self.state = SessionState.of(ssn)
         self._flags = (self.node_affinity, self.taint_toleration)
         self._filters: dict[str, Filter] = {}
-        ssn.register("pre_predicate", self.name, self.pre_predicate)
-        ssn.register("predicate", self.name, self.predicate)
+        ssn.register(ExtensionPoint.PRE_PREDICATE, self.name, self.pre_predicate)
+        ssn.register(ExtensionPoint.PREDICATE, self.name, self.predicate)
 
     def pre_predicate(self, task: TaskInfo) -> str | None:
         """Reject pods whose affinity or spread terms cannot be read."""

@@ -17,14 +17,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from stromboli.core.scheduler.framework.filters import Filter
-from stromboli.core.scheduler.plugins.predicates.nodeindex import LabelColumn, NodeIndex
-from stromboli.core.scheduler.plugins.predicates.podindex import PodIndex
-from stromboli.core.scheduler.plugins.predicates.podspec import (
+from stromboli.core.scheduler.util.kube.nodeindex import LabelColumn, NodeIndex
+from stromboli.core.scheduler.util.kube.podindex import PodIndex
+from stromboli.core.scheduler.util.kube.podspec import (
     HONOR,
     PodSpecInfo,
     SpreadConstraint,
 )
-from stromboli.core.scheduler.plugins.predicates.state import StaticMasks
+from stromboli.core.scheduler.util.kube.state import StaticMasks
 
 REASON = "node(s) didn't match pod topology spread constraints"
 MISSING_LABEL_REASON = f"{REASON} (missing required label)"

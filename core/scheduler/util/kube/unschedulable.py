@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from stromboli.core.scheduler.plugins.predicates.nodeindex import NodeIndex
-from stromboli.core.scheduler.plugins.predicates.podspec import UNSCHEDULABLE_TAINT, PodSpecInfo
+from stromboli.core.scheduler.util.kube.nodeindex import NodeIndex
+from stromboli.core.scheduler.util.kube.podspec import UNSCHEDULABLE_TAINT, PodSpecInfo
 
 REASON = "node(s) were unschedulable"
 
