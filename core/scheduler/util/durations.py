@@ -22,11 +22,23 @@ _UNITS = {
     "m": 60.0,
     "h": 3600.0,
 }
-_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)", re.ASCII)
+#: Go's durations are int64 nanoseconds: about 292 years either way.
+MAX_SECONDS = (2**63 - 1) / 1e9
+
+
+def _shown(text: object) -> str:
+    """``text`` quoted for a message, cut short: it may be a user's huge annotation."""
+    value = str(text)
+    return repr(value) if len(value) <= 40 else f"{value[:40]!r}… ({len(value)} characters)"
 
 
 def go_duration(text: str) -> timedelta:
-    """A Go ``time.ParseDuration`` string (``90s``, ``1h2m3s``, ``1.5h``, ``-5m``, ``0``)."""
+    """A Go ``time.ParseDuration`` string (``90s``, ``1h2m3s``, ``1.5h``, ``-5m``, ``0``).
+
+    ASCII digits only, and at most Go's range (an int64 of nanoseconds): anything else is a
+    ValueError, never an OverflowError from a user's annotation.
+    """
     value = str(text).strip()
     sign = 1.0
     if value[:1] in "+-" and value:
@@ -42,7 +54,11 @@ def go_duration(text: str) -> timedelta:
         position = match.end()
     if not value or position != len(value):
         raise ValueError(
-            f"{text!r} is not a duration (expected a Go duration such as 90s, 10m or 1h30m)"
+            f"{_shown(text)} is not a duration (expected a Go duration such as 90s, 10m or 1h30m)"
+        )
+    if not seconds <= MAX_SECONDS:
+        raise ValueError(
+            f"{_shown(text)} is out of range (Go durations are at most about 292 years)"
         )
     return timedelta(seconds=sign * seconds)
 
