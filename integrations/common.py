@@ -154,8 +154,9 @@ class Meta:
     annotations: dict[str, str]
 
 
-def read_meta(obj: Any) -> Meta:
-    """Check the envelope of a framework object; every adapter starts here."""
+def read_meta(obj: Any, api_version: str = "", kind: str = "") -> Meta:
+    """Check the envelope of a framework object; every adapter starts here. ``api_version``
+    and ``kind`` fill in for an object listed without them (pods in a List)."""
     if not isinstance(obj, Mapping):
         raise ConversionError("", f"the object must be a mapping, not {_type(obj)}")
     meta = mapping(obj.get("metadata"), "metadata")
@@ -163,8 +164,8 @@ def read_meta(obj: Any) -> Meta:
     if not name:
         raise ConversionError("metadata.name", "is required")
     return Meta(
-        api_version=string(obj.get("apiVersion"), "apiVersion", "") or "",
-        kind=string(obj.get("kind"), "kind", "") or "",
+        api_version=string(obj.get("apiVersion"), "apiVersion", "") or api_version,
+        kind=string(obj.get("kind"), "kind", "") or kind,
         name=name,
         namespace=string(meta.get("namespace"), "metadata.namespace", "") or "default",
         uid=string(meta.get("uid"), "metadata.uid"),

@@ -1,0 +1,1 @@
+"""Argo Workflows: a gang per workflow, or per fan-out step group."""

@@ -1,0 +1,1 @@
+"""JobSet and LeaderWorkerSet as Volcano gangs."""

@@ -1,0 +1,1 @@
+"""KubeRay: RayCluster, RayJob and RayService as Volcano gangs (``ray-<name>-pg``)."""
