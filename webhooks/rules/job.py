@@ -30,7 +30,8 @@ from typing import Any
 from stromboli.core.api import constants as k
 from stromboli.core.api.quantity import QuantityError, parse_quantity
 from stromboli.core.cluster.selectors import SelectorError, validate_label_key, validate_label_value
-from stromboli.webhooks.rules.queue import children_of, queue_not_found
+from stromboli.webhooks.rules import shape
+from stromboli.webhooks.rules.queue import children_of, queue_not_found, queue_state
 
 JOB_PLUGIN_NAMES = frozenset(p.value for p in k.JobPlugin)
 
@@ -492,6 +493,9 @@ def validate_job_create(
 ) -> list[str]:
     """Reasons Volcano's webhook would refuse to create ``job``; ``queues`` are the cluster's
     queues by name. See the module docstring."""
+    malformed = shape.problems(job, shape.JOB)
+    if malformed:
+        return malformed
     spec = _spec(job)
     tasks = _tasks(job)
     job_name = str((job.get("metadata") or {}).get("name") or "")
@@ -549,7 +553,7 @@ def validate_job_create(
     if queue is None:
         errors.append(f"unable to find job queue: {queue_not_found(queue_name)}")
     else:
-        state = (queue.get("status") or {}).get("state") or ""
+        state = queue_state(queue)
         if state != k.QueueState.OPEN:
             errors.append(
                 "can only submit job to queue with state `Open`, "
@@ -594,6 +598,12 @@ def validate_job_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[
     """Why Volcano refuses to change ``old`` into ``new`` (at most one reason): only
     ``minAvailable``, ``priorityClassName`` and per-task ``replicas``/``minAvailable`` may
     change, within the same consistency rules as on create."""
+    malformed = shape.problems(new, shape.JOB)
+    if malformed:
+        return malformed
+    malformed = shape.problems(old, shape.JOB)
+    if malformed:
+        return [f"the stored job is malformed: {p}" for p in malformed]
     job_name = str((new.get("metadata") or {}).get("name") or "")
     new_spec = copy.deepcopy(dict(_spec(new)))
     old_spec = copy.deepcopy(dict(_spec(old)))

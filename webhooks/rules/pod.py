@@ -13,6 +13,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from stromboli.core.api import constants as k
+from stromboli.webhooks.rules import shape
 
 JDB_KEYS = (k.JDB_MIN_AVAILABLE_KEY, k.JDB_MAX_UNAVAILABLE_KEY)
 
@@ -45,6 +46,9 @@ def validate_pod_create(
     pod: Mapping[str, Any], scheduler_names: Collection[str] = (k.DEFAULT_SCHEDULER_NAME,)
 ) -> list[str]:
     """Reasons Volcano's webhook would refuse to create ``pod`` (see the module docstring)."""
+    malformed = shape.problems(pod, shape.POD)
+    if malformed:
+        return malformed
     scheduler = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
     if scheduler not in scheduler_names:
         return []

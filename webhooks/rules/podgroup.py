@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from stromboli.core.api import constants as k
-from stromboli.webhooks.rules.queue import queue_not_found
+from stromboli.webhooks.rules import shape
+from stromboli.webhooks.rules.queue import queue_not_found, queue_state
 
 TIER_CONFLICT = (
     "must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously."
@@ -30,6 +31,9 @@ def validate_podgroup_create(
     podgroup: Mapping[str, Any], queues: Mapping[str, Mapping[str, Any]]
 ) -> list[str]:
     """Reasons Volcano's webhook would refuse to create ``podgroup``; ``queues`` by name."""
+    malformed = shape.problems(podgroup, shape.PODGROUP)
+    if malformed:
+        return malformed
     spec = podgroup.get("spec") or {}
     errors: list[str] = []
     queue_name = spec.get("queue") or ""
@@ -38,7 +42,7 @@ def validate_podgroup_create(
         if queue is None:
             errors.append(f"unable to find queue: {queue_not_found(queue_name)}")
         else:
-            state = (queue.get("status") or {}).get("state") or ""
+            state = queue_state(queue)
             if state != k.QueueState.OPEN:
                 errors.append(
                     "can only submit PodGroup to queue with state `Open`, "

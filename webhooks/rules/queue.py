@@ -23,6 +23,7 @@ from typing import Any
 
 from stromboli.core.api import constants as k
 from stromboli.core.api.quantity import QuantityError, format_bytes, format_cpu, parse_quantity
+from stromboli.webhooks.rules import shape
 
 DEFAULT_MAX_QUEUE_DEPTH = 5
 MIN_RESOURCE = 0.1
@@ -42,23 +43,41 @@ def queue_not_found(name: str) -> str:
 
 def children_of(name: str, queues: Mapping[str, Queue]) -> list[str]:
     """Names of the queues whose ``spec.parent`` is ``name``."""
-    return [
-        child
-        for child, queue in queues.items()
-        if child != name and ((queue.get("spec") or {}).get("parent") or "") == name
-    ]
+    return [child for child, queue in queues.items() if child != name and _parent(queue) == name]
 
 
-def _spec(queue: Queue) -> Mapping[str, Any]:
-    return queue.get("spec") or {}
+def _spec(queue: Any) -> Mapping[str, Any]:
+    """The queue's spec; a malformed one (only ever a stored queue: the one under review is
+    shape-checked first) reads as empty."""
+    spec = queue.get("spec") if isinstance(queue, Mapping) else None
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def _parent(queue: Any) -> str:
+    """``spec.parent``, ``""`` when unset or not a name."""
+    parent = _spec(queue).get("parent")
+    return parent if isinstance(parent, str) else ""
+
+
+def queue_state(queue: Any) -> str:
+    """``status.state`` of a stored queue, ``""`` when unset or malformed."""
+    status = queue.get("status") if isinstance(queue, Mapping) else None
+    state = status.get("state") if isinstance(status, Mapping) else None
+    return state if isinstance(state, str) else ""
+
+
+def _part(value: Any, name: str) -> Mapping[str, Any]:
+    """``value[name]`` when both are mappings, else empty (see :func:`_spec`)."""
+    inner = value.get(name) if isinstance(value, Mapping) else None
+    return inner if isinstance(inner, Mapping) else {}
 
 
 def _name(queue: Queue) -> str:
-    return str((queue.get("metadata") or {}).get("name") or "")
+    return str(_part(queue, "metadata").get("name") or "")
 
 
 def _guarantee(queue: Queue) -> Mapping[str, Any]:
-    return (_spec(queue).get("guarantee") or {}).get("resource") or {}
+    return _part(_part(queue, "spec"), "guarantee").get("resource") or {}
 
 
 def _invalid(path: str, value: Any, detail: str) -> str:
@@ -79,7 +98,9 @@ def amounts(resources: Mapping[str, Any] | None) -> dict[str, float]:
     """cpu in millicores, memory and pods in units, scalar resources in milli-units; other
     names (quota counters) are ignored. Unparseable quantities count as zero."""
     out: dict[str, float] = {}
-    for name, value in (resources or {}).items():
+    if not isinstance(resources, Mapping):
+        return out
+    for name, value in resources.items():
         try:
             quantity = parse_quantity(value)
         except QuantityError:
@@ -219,7 +240,7 @@ def resource_problems(queue: Queue) -> list[str]:
 
 
 def state_problems(queue: Queue) -> list[str]:
-    state = (queue.get("status") or {}).get("state") or ""
+    state = queue_state(queue)
     if state and state not in (k.QueueState.OPEN, k.QueueState.CLOSED):
         return [_invalid(f"{_PATH}.spec.state", state, "queue state must be in [Open Closed]")]
     return []
@@ -233,7 +254,7 @@ def _float(text: str) -> float:
 
 def hierarchy_problems(queue: Queue, queues: Mapping[str, Queue]) -> list[str]:
     """The legacy ``volcano.sh/hierarchy`` / ``-weights`` annotations."""
-    annotations = (queue.get("metadata") or {}).get("annotations") or {}
+    annotations = _part(_part(queue, "metadata"), "annotations")
     hierarchy = annotations.get(k.HIERARCHY_KEY) or ""
     weights = annotations.get(k.HIERARCHY_WEIGHTS_KEY) or ""
     if not hierarchy and not weights:
@@ -259,8 +280,8 @@ def hierarchy_problems(queue: Queue, queues: Mapping[str, Queue]) -> list[str]:
     for other_name, other in queues.items():
         if other_name == name:
             continue
-        other_path = ((other.get("metadata") or {}).get("annotations") or {}).get(k.HIERARCHY_KEY)
-        if other_path and other_path.startswith(hierarchy + "/"):
+        other_path = _part(_part(other, "metadata"), "annotations").get(k.HIERARCHY_KEY)
+        if isinstance(other_path, str) and other_path.startswith(hierarchy + "/"):
             return [
                 _invalid(
                     path,
@@ -276,7 +297,7 @@ def hierarchy_problems(queue: Queue, queues: Mapping[str, Queue]) -> list[str]:
 
 
 def _allocated_pods(queue: Queue) -> int:
-    value = ((queue.get("status") or {}).get("allocated") or {}).get("pods")
+    value = _part(_part(queue, "status"), "allocated").get("pods")
     if value is None:
         return 0
     try:
@@ -306,7 +327,7 @@ def parent_cycle(name: str, parent: str, queues: Mapping[str, Queue]) -> list[st
         above = queues.get(current)
         if not isinstance(above, Mapping):
             return []
-        current = _spec(above).get("parent") or ""
+        current = _parent(above)
     return []
 
 
@@ -316,7 +337,7 @@ def parent_problems(
     """A parent other than ``root``: not itself, not too deep, existing, and not a leaf queue
     that already runs pods."""
     name = _name(queue)
-    parent = _spec(queue).get("parent") or ""
+    parent = _parent(queue)
     if not parent or parent == k.ROOT_QUEUE:
         return []
     if parent == name:
@@ -334,7 +355,7 @@ def parent_problems(
         if above is None:
             missing = queue_not_found(current)
             return [f"failed to get parent queue {current} of queue {name}: {missing}"]
-        current = _spec(above).get("parent") or ""
+        current = _parent(above)
     parent_queue = queues[parent]
     if not children_of(parent, queues):
         pods = _allocated_pods(parent_queue)
@@ -349,7 +370,7 @@ def parent_problems(
 def _nearest_ancestor_capability(
     queue: Queue, name: str, queues: Mapping[str, Queue]
 ) -> float | None:
-    parent = _spec(queue).get("parent") or ""
+    parent = _parent(queue)
     seen: set[str] = set()
     while parent and parent != k.ROOT_QUEUE and parent not in seen:
         seen.add(parent)
@@ -359,7 +380,7 @@ def _nearest_ancestor_capability(
         value = amounts(_spec(above).get("capability")).get(name, 0.0)
         if value > 0:
             return value
-        parent = _spec(above).get("parent") or ""
+        parent = _parent(above)
     return None
 
 
@@ -369,7 +390,7 @@ def _subtree_max_capability(queue: Queue, name: str, queues: Mapping[str, Queue]
     deep or cyclic stored hierarchy neither overflows the stack nor loops."""
     index: dict[str, list[str]] = {}
     for child, other in queues.items():
-        parent = _spec(other).get("parent") or ""
+        parent = _parent(other)
         if isinstance(parent, str) and parent != child:
             index.setdefault(parent, []).append(child)
     best = 0.0
@@ -426,7 +447,7 @@ def resource_hierarchy_problems(queue: Queue, queues: Mapping[str, Queue]) -> li
     name = _name(queue)
     others = {n: q for n, q in queues.items() if n != name}
     others[name] = queue
-    parent = _spec(queue).get("parent") or ""
+    parent = _parent(queue)
     if parent and parent != k.ROOT_QUEUE:
         parent_queue = others.get(parent)
         if parent_queue is None:
@@ -481,6 +502,11 @@ def validate_queue(
     schema: bool = True,
 ) -> list[str]:
     """Reasons to refuse creating ``queue`` (``old`` is None) or updating ``old`` into it."""
+    malformed = shape.problems(queue, shape.QUEUE)
+    if malformed:
+        return malformed
+    if old is not None and shape.problems(old, shape.QUEUE):
+        old = None  # a malformed stored version: check the queue as if it were new
     errors = schema_errors(queue) if schema else []
     if errors:
         return errors
@@ -488,8 +514,8 @@ def validate_queue(
     if errors:
         return errors
     name = _name(queue)
-    parent = _spec(queue).get("parent") or ""
-    old_parent = _spec(old).get("parent") or "" if old is not None else None
+    parent = _parent(queue)
+    old_parent = _parent(old) if old is not None else None
     if old is None or old_parent != parent:
         errors = parent_problems(queue, queues, max_queue_depth)
         if errors:
