@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 BIN_ENV = "STROMBOLI_CONTROLPLANE_BIN"
-BINARY_NAMES = ("etcd", "kube-apiserver", "kube-scheduler", "kwok")
+BINARY_NAMES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 
 
 class BuildError(RuntimeError):
@@ -35,6 +35,7 @@ def build_script() -> Path:
 class Binaries:
     etcd: Path
     kube_apiserver: Path
+    kube_controller_manager: Path
     kube_scheduler: Path
     kwok: Path
 
@@ -43,8 +44,13 @@ class Binaries:
         d = Path(bin_dir)
         missing = [n for n in BINARY_NAMES if not os.access(d / n, os.X_OK)]
         if missing:
-            raise BuildError(f"{d} lacks executable(s): {', '.join(missing)}")
-        return cls(d / "etcd", d / "kube-apiserver", d / "kube-scheduler", d / "kwok")
+            # A directory made before kube-controller-manager joined the set lands here too.
+            raise BuildError(
+                f"{d} lacks executable(s): {', '.join(missing)}; build them with "
+                f"{build_script()} (it prints the directory to use) or point {BIN_ENV} at a "
+                f"directory with all of {', '.join(BINARY_NAMES)}"
+            )
+        return cls(*(d / n for n in BINARY_NAMES))
 
     @property
     def bin_dir(self) -> Path:

@@ -12,14 +12,21 @@ What runs (each in its own process group, logs under ``<run_dir>/logs/``):
   authentication and ``--authorization-mode=RBAC`` (the admin identity is in
   ``system:masters``, so it is allowed everything; other identities made with
   :meth:`ControlPlane.write_kubeconfig` get real RBAC checks);
+* kube-controller-manager (``start_controller_manager=True``, the default), so that the
+  cluster behaves like a real one: garbage collection through ownerReferences (deleting a
+  vcjob removes its pods and PodGroup), namespace deletion, Deployments, ReplicaSets,
+  StatefulSets, batch Jobs and CronJobs, disruption budgets' status, ResourceQuota usage,
+  the ``default`` ServiceAccount and ``kube-root-ca.crt`` of every namespace, and
+  service-account token Secrets. Each controller uses its own ServiceAccount's credentials
+  (``--use-service-account-credentials``), as on a kubeadm cluster. See
+  :attr:`ControlPlane.CONTROLLERS` for the one controller left out;
 * kwok, managing nodes annotated ``kwok.x-k8s.io/node: fake`` with the stages in
   :mod:`stromboli.core.devcluster.stages` (nodes turn Ready, bound pods turn Running);
 * optionally kube-scheduler (``start_scheduler=True`` or :meth:`start_scheduler`), for
   side-by-side benchmarks.
 
-There is no kube-controller-manager: no garbage collection, no namespace finalization, no
-service-account or token controllers, no ReplicaSet/Job controllers. The admission plugins
-that would wait forever for one are therefore disabled (see :attr:`DISABLED_ADMISSION`).
+Admission plugins that would hold pods or nodes up with no controller to release them are
+disabled (see :attr:`ControlPlane.DISABLED_ADMISSION`).
 """
 
 from __future__ import annotations
@@ -56,6 +63,9 @@ KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 KWOK_NODE_LABEL = ("type", "kwok")
 ADMIN_USER = "stromboli-admin"
 ADMIN_GROUPS = ("system:masters",)
+#: The identity kube-controller-manager starts as (bound by the API server's bootstrap RBAC);
+#: its controllers then act as ServiceAccounts in kube-system.
+CONTROLLER_MANAGER_USER = "system:kube-controller-manager"
 SERVICE_CIDR = "172.20.0.0/16"
 SERVICE_IP = "172.20.0.1"
 
@@ -187,11 +197,18 @@ class ControlPlane:
         "ValidatingAdmissionWebhook",
         "ResourceQuota",
     )
-    #: Default plugins that need kube-controller-manager to ever make progress:
-    #: ServiceAccount rejects pods until a controller creates the ``default`` SA;
-    #: TaintNodesByCondition taints new nodes not-ready until the node-lifecycle controller
-    #: lifts it; StorageObjectInUseProtection adds finalizers nobody removes.
-    DISABLED_ADMISSION = ("ServiceAccount", "TaintNodesByCondition", "StorageObjectInUseProtection")
+    #: Default plugins left off. ServiceAccount refuses a pod until the serviceaccount
+    #: controller has made its namespace's ``default`` SA, which races every test that makes
+    #: a namespace and then a pod (and it adds token volumes to every pod spec);
+    #: TaintNodesByCondition taints new nodes not-ready until the node-lifecycle controller,
+    #: which does not run here (see :attr:`CONTROLLERS`), lifts it.
+    DISABLED_ADMISSION = ("ServiceAccount", "TaintNodesByCondition")
+    #: kube-controller-manager's ``--controllers``: everything on by default except the
+    #: node-lifecycle controller. kwok keeps node Leases fresh, but on a loaded machine a
+    #: renewal that lags past the grace period would get a node tainted ``unreachable``
+    #: (NoExecute) and its pods evicted, and nodes that tests create for kwok to ignore
+    #: would be tainted too; node health is kwok's business here.
+    CONTROLLERS = ("*", "-node-lifecycle-controller")
 
     def __init__(
         self,
@@ -203,6 +220,8 @@ class ControlPlane:
         node_memory: str = "256Gi",
         node_pods: int = 110,
         start_scheduler: bool = False,
+        start_controller_manager: bool = True,
+        controller_manager_args: Sequence[str] = (),
         authorization_mode: str = "RBAC",
         feature_gates: Mapping[str, bool] | None = None,
         runtime_config: str | None = None,
@@ -221,6 +240,8 @@ class ControlPlane:
         self.initial_nodes = nodes
         self.node_defaults = {"cpu": str(node_cpu), "memory": node_memory, "pods": node_pods}
         self.want_scheduler = start_scheduler
+        self.want_controller_manager = start_controller_manager
+        self.controller_manager_args = list(controller_manager_args)
         self.authorization_mode = authorization_mode
         self.feature_gates = dict(feature_gates or {})
         self.runtime_config = runtime_config
@@ -240,6 +261,7 @@ class ControlPlane:
         self.kubeconfig_path: Path = self.run_dir / "admin.kubeconfig"
         self.kwok_url: str | None = None
         self.scheduler_url: str | None = None
+        self.controller_manager_url: str | None = None
         self._client: KubeHTTP | None = None
         self._node_seq = 0
         self._lock = threading.RLock()
@@ -277,6 +299,8 @@ class ControlPlane:
                 self._write_pki()
                 self._start_etcd()
                 self._start_apiserver()
+                if self.want_controller_manager:
+                    self._start_controller_manager()
                 self._start_kwok()
                 if self.want_scheduler:
                     self.start_scheduler()
@@ -511,6 +535,63 @@ class ControlPlane:
             return check
 
         self._start_with_ports("kwok", argv, probe, 1)
+
+    def _start_controller_manager(self) -> None:
+        pki = self.pki_dir
+        assert self.ca is not None
+        kubeconfig = self.write_kubeconfig(
+            self.run_dir / "kube-controller-manager.kubeconfig", user=CONTROLLER_MANAGER_USER
+        )
+        gates = ",".join(f"{k}={str(v).lower()}" for k, v in sorted(self.feature_gates.items()))
+
+        def argv(port: int) -> list[str]:
+            self.controller_manager_url = f"https://127.0.0.1:{port}"
+            args = [
+                str(self.binaries.kube_controller_manager),
+                f"--kubeconfig={kubeconfig}",
+                # As for kube-scheduler: no delegated authn/authz, health open on loopback.
+                "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={port}",
+                f"--cert-dir={self.run_dir / 'kube-controller-manager-certs'}",
+                "--controllers=" + ",".join(self.CONTROLLERS),
+                "--use-service-account-credentials=true",
+                # The API server verifies tokens with sa.pub; legacy token Secrets are
+                # signed with its private half and carry the cluster CA.
+                f"--service-account-private-key-file={pki / 'sa.key'}",
+                f"--root-ca-file={pki / 'ca.crt'}",
+                f"--cluster-signing-cert-file={pki / 'ca.crt'}",
+                f"--cluster-signing-key-file={pki / 'ca.key'}",
+                # Its default is under /usr/libexec, which it would create.
+                f"--flex-volume-plugin-dir={self.run_dir / 'flexvolume'}",
+                # Loopback and a test's bursts: the default 20 QPS would make deleting a
+                # namespace of a few hundred pods take many seconds.
+                "--kube-api-qps=200",
+                "--kube-api-burst=400",
+            ]
+            if gates:
+                args.append(f"--feature-gates={gates}")
+            return args + self.controller_manager_args
+
+        def probe(port: int):
+            ctx = ssl.create_default_context()
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+
+            def check() -> bool:
+                url = f"https://127.0.0.1:{port}/healthz"
+                with urllib.request.urlopen(url, timeout=2, context=ctx) as r:
+                    if r.status != 200:
+                        return False
+                # Controllers are running once the serviceaccount controller has done its
+                # first namespace (kept across a restart: etcd keeps it).
+                self.client.get("/api/v1/namespaces/default/serviceaccounts/default")
+                return True
+
+            return check
+
+        self._start_with_ports("kube-controller-manager", argv, probe, 1)
 
     def restart_apiserver(self, timeout: float = 120.0) -> None:
         """Crash kube-apiserver (SIGKILL: connections just break) and start it again on the

@@ -219,7 +219,12 @@ def test_rbac_applies_to_other_users(control_plane: ControlPlane, tmp_path: Path
 
 def test_components_are_alive(control_plane: ControlPlane) -> None:
     control_plane.check_alive()
-    assert set(control_plane.components) >= {"etcd", "kube-apiserver", "kwok"}
+    assert set(control_plane.components) >= {
+        "etcd",
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kwok",
+    }
 
 
 def test_kube_scheduler_side_by_side_and_clean_stop(control_plane: ControlPlane) -> None:
@@ -238,7 +243,7 @@ def test_kube_scheduler_side_by_side_and_clean_stop(control_plane: ControlPlane)
         )
         assert running["spec"]["nodeName"].startswith("kwok-node-")
         pids = [c.pid for c in cp.components.values()]
-        assert len(pids) == 4
+        assert len(pids) == 5  # etcd, kube-apiserver, kube-controller-manager, kwok, scheduler
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.killpg(pid, 0)
