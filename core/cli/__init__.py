@@ -9,6 +9,7 @@ from stromboli.core.cli.devcluster import dev_cluster
 from stromboli.core.cli.explain import explain_command
 from stromboli.core.cli.scheduler import scheduler
 from stromboli.core.cli.simulate import simulate
+from stromboli.core.cli.sparkconf import spark_conf
 from stromboli.core.cli.vcctl import job, jobflow, jobtemplate, queue
 from stromboli.core.cli.webhook import webhook_manager
 from stromboli.core.runtime import tune_gc
@@ -32,3 +33,4 @@ main.add_command(job)
 main.add_command(queue)
 main.add_command(jobflow)
 main.add_command(jobtemplate)
+main.add_command(spark_conf)
