@@ -338,6 +338,8 @@ def flag_lines(conf: Sequence[tuple[str, str]]) -> str:
 
 
 def _escape_property(text: str, key: bool) -> str:
+    """Escape ``text`` so that Java's ``Properties.load`` reads it back unchanged: backslashes
+    and line breaks always, separators in a key, a leading blank or separator in a value."""
     out = []
     for i, char in enumerate(text):
         if char == "\\":
@@ -348,6 +350,8 @@ def _escape_property(text: str, key: bool) -> str:
             out.append("\\r")
         elif char == "\t":
             out.append("\\t")
+        elif char == "\f":
+            out.append("\\f")
         elif (key or i == 0) and char in " =:#!":
             out.append("\\" + char)
         else:
