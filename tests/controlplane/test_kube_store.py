@@ -352,11 +352,28 @@ async def store(control_plane: ControlPlane) -> AsyncIterator[KubeStore]:
     await kube.close()
 
 
+#: The ConfigMap kube-controller-manager's root-CA publisher puts in every namespace.
+ROOT_CA = "kube-root-ca.crt"
+
+
 @pytest.fixture
 async def namespace(store: KubeStore) -> str:
     name = f"ks-{uuid.uuid4().hex[:8]}"
     await store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    # Made before the test starts, so that it never shows up in the middle of a watch.
+    await eventually(_exists(store, ROOT_CA, name), what=f"{name}/{ROOT_CA}")
     return name
+
+
+def _exists(store: KubeStore, config_map: str, namespace: str) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        try:
+            await store.get("v1", "ConfigMap", config_map, namespace)
+        except NotFoundError:
+            return False
+        return True
+
+    return check
 
 
 def queue(name: str, weight: int = 1) -> dict[str, Any]:
@@ -498,7 +515,7 @@ async def test_list_pages_and_selectors(store: KubeStore, namespace: str) -> Non
             await store.create(configmap(f"cm-{i}", namespace, parity=str(i % 2)))
         listed = await paging.list("v1", "ConfigMap", namespace)
         names = sorted(o["metadata"]["name"] for o in listed.items)
-        assert names == [f"cm-{i}" for i in range(8)]  # three pages, nothing lost
+        assert names == [*(f"cm-{i}" for i in range(8)), ROOT_CA]  # three pages, nothing lost
         assert all(o["kind"] == "ConfigMap" and o["apiVersion"] == "v1" for o in listed.items)
         assert all("managedFields" not in o["metadata"] for o in listed.items)
         odd = await paging.list("v1", "ConfigMap", namespace, label_selector="parity=1")
@@ -513,6 +530,43 @@ async def test_list_pages_and_selectors(store: KubeStore, namespace: str) -> Non
         )
     finally:
         await paging.close()
+
+
+def ref(owner: dict[str, Any]) -> dict[str, Any]:
+    meta = owner["metadata"]
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "blockOwnerDeletion": True,  # what a foreground deletion of the owner waits for
+    }
+
+
+def _deleting(store: KubeStore, name: str, namespace: str) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        obj = await store.get("v1", "ConfigMap", name, namespace)
+        return bool(obj["metadata"].get("deletionTimestamp"))
+
+    return check
+
+
+def _gone(store: KubeStore, name: str, namespace: str) -> Callable[[], Awaitable[bool]]:
+    return lambda: _negate(_exists(store, name, namespace))
+
+
+async def _negate(check: Callable[[], Awaitable[bool]]) -> bool:
+    return not await check()
+
+
+def _unowned(
+    store: KubeStore, name: str, namespace: str
+) -> Callable[[], Awaitable[dict[str, Any] | None]]:
+    async def check() -> dict[str, Any] | None:
+        obj = await store.get("v1", "ConfigMap", name, namespace)
+        return None if obj["metadata"].get("ownerReferences") else obj
+
+    return check
 
 
 def new_store_like(store: KubeStore, **options: Any) -> KubeStore:
@@ -550,16 +604,34 @@ async def test_merge_and_json_patches(volcano_crds: None, store: KubeStore, name
 
 
 async def test_delete_propagation_reaches_the_server(store: KubeStore, namespace: str) -> None:
-    await store.create(configmap("fg", namespace))
+    owner = await store.create(configmap("fg", namespace))
+    # A dependent that its own finalizer holds: the garbage collector marks it, and the owner
+    # waits, marked, with the finalizer a foreground deletion adds, until the dependent goes.
+    held = configmap("fg-child", namespace)
+    held["metadata"] |= {"finalizers": ["stromboli.test/hold"], "ownerReferences": [ref(owner)]}
+    await store.create(held)
     await store.delete("v1", "ConfigMap", "fg", namespace, propagation="Foreground")
-    # There is no garbage collector in the test control plane: the object waits, marked, with
-    # the finalizer a foreground deletion adds, until the finalizer goes.
     marked = await store.get("v1", "ConfigMap", "fg", namespace)
     assert marked["metadata"]["deletionTimestamp"]
     assert marked["metadata"]["finalizers"] == ["foregroundDeletion"]
-    await store.patch("v1", "ConfigMap", "fg", {"metadata": {"finalizers": None}}, namespace)
-    with pytest.raises(NotFoundError):
-        await store.get("v1", "ConfigMap", "fg", namespace)
+    await eventually(
+        _deleting(store, "fg-child", namespace), what="the garbage collector to delete fg-child"
+    )
+    assert (await store.get("v1", "ConfigMap", "fg", namespace))["metadata"]["deletionTimestamp"]
+    await store.patch("v1", "ConfigMap", "fg-child", {"metadata": {"finalizers": None}}, namespace)
+    await eventually(_gone(store, "fg", namespace), what="fg deleted once fg-child is gone")
+    # Orphan: the dependent stays, without its owner.
+    owner = await store.create(configmap("orphaner", namespace))
+    await store.create(
+        configmap("orphan", namespace)
+        | {"metadata": {"name": "orphan", "namespace": namespace, "ownerReferences": [ref(owner)]}}
+    )
+    await store.delete("v1", "ConfigMap", "orphaner", namespace, propagation="Orphan")
+    await eventually(_gone(store, "orphaner", namespace), what="orphaner deleted")
+    orphan = await eventually(
+        _unowned(store, "orphan", namespace), what="the garbage collector to orphan it"
+    )
+    assert not orphan["metadata"].get("deletionTimestamp")
     await store.create(configmap("bg", namespace))
     await store.delete("v1", "ConfigMap", "bg", namespace, propagation="Background")
     with pytest.raises(NotFoundError):
@@ -592,7 +664,7 @@ async def test_evict_honours_a_disruption_budget(store: KubeStore, namespace: st
     await eventually(
         lambda: pod_phase_is(store, namespace, "victim", "Running"), what="victim Running"
     )
-    pdb = await store.create(
+    await store.create(
         {
             "apiVersion": "policy/v1",
             "kind": "PodDisruptionBudget",
@@ -601,17 +673,17 @@ async def test_evict_honours_a_disruption_budget(store: KubeStore, namespace: st
         }
     )
 
-    # No disruption controller runs here, so the test writes the budget's status as it would.
+    # The disruption controller works the budget's status out from the pods.
     async def budget(allowed: int) -> None:
-        current = await store.get("policy/v1", "PodDisruptionBudget", "db", namespace)
-        current["status"] = {
-            "observedGeneration": pdb["metadata"]["generation"],
-            "disruptionsAllowed": allowed,
-            "currentHealthy": 1,
-            "desiredHealthy": 1 - allowed,
-            "expectedPods": 1,
-        }
-        await store.update_status(current)
+        async def computed() -> bool:
+            current = await store.get("policy/v1", "PodDisruptionBudget", "db", namespace)
+            status = current.get("status") or {}
+            return (
+                status.get("observedGeneration") == current["metadata"]["generation"]
+                and status.get("disruptionsAllowed") == allowed
+            )
+
+        await eventually(computed, what=f"budget db to allow {allowed} disruption(s)")
 
     await budget(0)
     with pytest.raises(TooManyRequestsError, match="disruption budget") as err:
@@ -621,6 +693,9 @@ async def test_evict_honours_a_disruption_budget(store: KubeStore, namespace: st
         "deletionTimestamp"
     ) is None
 
+    await store.patch(
+        "policy/v1", "PodDisruptionBudget", "db", {"spec": {"minAvailable": 0}}, namespace
+    )
     await budget(1)
     await store.evict(namespace, "victim")
 
@@ -711,11 +786,12 @@ async def test_watch_without_version_lists_first_and_drains(
 
         first = await eventually(drained, what="the initial ADDED events", interval=0.05)
         events = list(first)
-        while len(events) < 2:
+        while len(events) < 3:
             events += await eventually(drained, what="more ADDED events", interval=0.05)
         assert sorted((e.type, e.object["metadata"]["name"]) for e in events) == [
             ("ADDED", "a"),
             ("ADDED", "b"),
+            ("ADDED", ROOT_CA),
         ]
         assert stream.drain() == []  # nothing more yet, and no waiting
         await store.create(configmap("c", namespace))
