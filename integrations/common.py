@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -36,6 +37,9 @@ ADAPTER_LABEL = "stromboli.dev/adapter"
 #: Longest object name Kubernetes stores (a DNS subdomain).
 MAX_NAME_LENGTH = 253
 _BYTE_RESOURCES = ("memory", "ephemeral-storage", "hugepages-")
+_DNS_LABEL = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
+_SUBDOMAIN_RE = re.compile(rf"{_DNS_LABEL}(?:\.{_DNS_LABEL})*", re.ASCII)
+_LABEL_RE = re.compile(_DNS_LABEL, re.ASCII)
 
 # --- The one error -----------------------------------------------------------------------------
 
@@ -413,6 +417,19 @@ def volcano_network_topology(meta: Meta) -> NetworkTopology | None:
     )
 
 
+def dns_name(value: str, field: str, *, label: bool = False) -> str:
+    """A name the PodGroup will carry, checked before the API server refuses it."""
+    pattern, limit = (_LABEL_RE, 63) if label else (_SUBDOMAIN_RE, MAX_NAME_LENGTH)
+    if len(value) > limit or pattern.fullmatch(value) is None:
+        what = "label" if label else "subdomain"
+        raise ConversionError(
+            field,
+            f"{value[:60]!r} (taken from the workload) is not a valid DNS-1123 {what} "
+            f"(at most {limit} lowercase letters, digits, '-' or '.')",
+        )
+    return value
+
+
 def podgroup(
     *,
     name: str,
@@ -429,16 +446,17 @@ def podgroup(
 ) -> dict[str, Any]:
     """A PodGroup in wire shape, fields left out when unset as the operators leave them."""
     metadata: dict[str, Any] = {
-        "name": name,
-        "namespace": namespace,
+        "name": dns_name(name, "metadata.name"),
+        "namespace": dns_name(namespace, "metadata.namespace", label=True),
         "labels": {ADAPTER_LABEL: adapter},
     }
     if annotations:
         metadata["annotations"] = dict(annotations)
     metadata["ownerReferences"] = [owner]
-    spec: dict[str, Any] = {"minMember": min_member, "queue": queue or k.DEFAULT_QUEUE}
+    queue = dns_name(queue, "spec.queue") if queue else k.DEFAULT_QUEUE
+    spec: dict[str, Any] = {"minMember": min_member, "queue": queue}
     if priority_class:
-        spec["priorityClassName"] = priority_class
+        spec["priorityClassName"] = dns_name(priority_class, "spec.priorityClassName")
     if isinstance(min_resources, Resources):
         min_resources = min_resources.to_list()
     if min_resources:
