@@ -8,22 +8,34 @@ own step pods into a queue and a gang.
 The component's logic lives in plain modules (:mod:`.spec` builds and checks the vcjob,
 :mod:`.runner` submits and follows it, :mod:`.progress` words what it sees), so that it is
 tested without kfp; the component itself is a thin function kfp compiles into the pipeline.
+
+The names are imported on first use: inside a running step kfp loads only its runtime part
+(``_KFP_RUNTIME``), and importing its compiler side there fails, so the step's own import
+(:mod:`.step`) must not pull in :mod:`.component`.
 """
 
-from stromboli.integrations.kubeflow.pipelines.component import (
-    STROMBOLI_IMAGE,
-    make_volcano_job,
-)
-from stromboli.integrations.kubeflow.pipelines.errors import JobFailed, ParameterError
-from stromboli.integrations.kubeflow.pipelines.steps import use_queue
+from __future__ import annotations
 
-volcano_job = make_volcano_job()
+import importlib
+from typing import Any
 
-__all__ = [
-    "STROMBOLI_IMAGE",
-    "JobFailed",
-    "ParameterError",
-    "make_volcano_job",
-    "use_queue",
-    "volcano_job",
-]
+_EXPORTS = {
+    "STROMBOLI_IMAGE": "component",
+    "make_volcano_job": "component",
+    "use_queue": "steps",
+    "JobFailed": "errors",
+    "ParameterError": "errors",
+}
+
+__all__ = [*sorted(_EXPORTS), "volcano_job"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "volcano_job":
+        value = importlib.import_module(f"{__name__}.component").make_volcano_job()
+    elif name in _EXPORTS:
+        value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # built once
+    return value

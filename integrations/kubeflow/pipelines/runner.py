@@ -202,8 +202,8 @@ def follow(
 def _waiting_reason(cluster: Cluster, job: Mapping[str, Any], phase: str) -> str | None:
     if phase == "Aborted":
         return "suspended (Aborted); resume it with `vcctl job resume` or a Resume Command"
-    if phase not in progress.WAITING:
-        return None
+    if phase not in progress.WAITING and not (job.get("status") or {}).get("pending"):
+        return None  # running with every pod placed: nothing to explain
     namespace, name = job["metadata"]["namespace"], job["metadata"]["name"]
     try:
         podgroup = cluster.get_podgroup(namespace, progress.podgroup_name(job))

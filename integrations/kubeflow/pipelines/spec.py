@@ -254,7 +254,7 @@ def _fill(node: Any, values: Mapping[str, Any], used: set[str], path: str) -> An
         return copy.copy(node)
     whole = _WHOLE_PLACEHOLDER.fullmatch(node)
     if whole:
-        return copy.deepcopy(_value(whole.group(1), values, used, path))
+        return whole_numbers(copy.deepcopy(_value(whole.group(1), values, used, path)))
 
     def one(match: re.Match[str]) -> str:
         if match.group(0) == "$$":
@@ -267,9 +267,21 @@ def _fill(node: Any, values: Mapping[str, Any], used: set[str], path: str) -> An
             )
         if isinstance(value, bool):
             return "true" if value else "false"
-        return "" if value is None else str(value)
+        return "" if value is None else str(whole_numbers(value))
 
     return _PLACEHOLDER.sub(one, node)
+
+
+def whole_numbers(value: Any) -> Any:
+    """kfp passes dict parameters as protobuf Structs, whose numbers are all floats: 3 arrives
+    as 3.0, which a vcjob's integer fields refuse. Integral floats become ints again."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+        return int(value)
+    if isinstance(value, dict):
+        return {key: whole_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [whole_numbers(item) for item in value]
+    return value
 
 
 def _value(name: str, values: Mapping[str, Any], used: set[str], path: str) -> Any:

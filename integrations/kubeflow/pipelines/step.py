@@ -18,7 +18,7 @@ from stromboli.integrations.kubeflow.pipelines import progress
 from stromboli.integrations.kubeflow.pipelines.cluster import Cluster
 from stromboli.integrations.kubeflow.pipelines.errors import Cancelled, JobFailed, ParameterError
 from stromboli.integrations.kubeflow.pipelines.runner import Follow, run
-from stromboli.integrations.kubeflow.pipelines.spec import JobRequest
+from stromboli.integrations.kubeflow.pipelines.spec import JobRequest, whole_numbers
 
 Outputs = namedtuple("Outputs", ["job_name", "phase"])
 #: Exit status of a step stopped by a signal, as a shell reports it (128 + signal number).
@@ -109,17 +109,17 @@ def run_step(
             command=command or (),
             args=args or (),
             replicas=replicas,
-            tasks=tasks or (),
+            tasks=whole_numbers(tasks or []),
             queue=queue,
-            resources=resources or {},
+            resources=whole_numbers(resources or {}),
             min_available=min_available,
             plugins=plugins or {},
             template=template,
             template_values=template_values or {},
-            pod_annotations=pod_annotations or {},
+            pod_annotations=whole_numbers(pod_annotations or {}),
             scheduler_name=scheduler_name,
             ttl_seconds_after_finished=ttl_seconds_after_finished,
-            task_config=task_config_fields(task_config),
+            task_config=whole_numbers(task_config_fields(task_config)),
         )
         try:
             job = run(cluster, request, settings, say, lambda j: write_status(status, j))

@@ -14,6 +14,7 @@ import re
 
 from kfp import kubernetes
 from kfp.dsl import PipelineTask
+from kfp.dsl.pipeline_channel import PipelineChannel
 
 from stromboli.core.api import constants as k
 
@@ -24,6 +25,11 @@ _NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 
 
 def _checked(parameter: str, value: str) -> str:
+    if isinstance(value, PipelineChannel):
+        raise ValueError(
+            f"{parameter}: a pipeline parameter or task output cannot be used here: "
+            "kfp-kubernetes writes pod annotations when the pipeline is compiled; pass a string"
+        )
     if not isinstance(value, str) or len(value) > 63 or not _NAME.fullmatch(value):
         raise ValueError(
             f"{parameter}: {value!r} is not a valid name (lower-case letters, digits, '-', '.', "
