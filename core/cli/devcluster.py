@@ -1,10 +1,11 @@
 """``stromboli dev-cluster up|down|status``: a local Kubernetes for trying Stromboli.
 
-The cluster is the test control plane (etcd, kube-apiserver, kwok nodes, optionally
-kube-scheduler; see ``hack/README.md``) run by a detached daemon, so ``up`` returns and the
-cluster keeps running until ``down``. ``up`` prints the admin kubeconfig's path as its last
-line of standard output, so scripts can do ``export KUBECONFIG=$(stromboli dev-cluster up |
-tail -1)``; progress and build output go to standard error.
+The cluster is the test control plane (etcd, kube-apiserver, kube-controller-manager, kwok
+nodes, optionally kube-scheduler; see ``hack/README.md``) run by a detached daemon, so ``up``
+returns and the cluster keeps running until ``down``. ``up`` prints the admin kubeconfig's path
+as its last line of standard output, so scripts can do
+``export KUBECONFIG=$(stromboli dev-cluster up | tail -1)``; progress and build output go to
+standard error.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ def _paths(state_dir: Path | None) -> Paths:
 
 @click.group("dev-cluster")
 def dev_cluster() -> None:
-    """A local cluster (etcd, kube-apiserver, kwok nodes) with Stromboli's CRDs installed."""
+    """A local cluster (etcd, kube-apiserver, kube-controller-manager, kwok nodes) with
+    Stromboli's CRDs installed."""
 
 
 @dev_cluster.command("up")

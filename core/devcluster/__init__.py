@@ -1,5 +1,6 @@
-"""A throw-away Kubernetes control plane (etcd, kube-apiserver, kwok, kube-scheduler) for
-tests and benchmarks; see :class:`ControlPlane` and ``hack/build-control-plane.sh``."""
+"""A throw-away Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager, kwok,
+kube-scheduler) for tests and benchmarks; see :class:`ControlPlane` and
+``hack/build-control-plane.sh``."""
 
 from stromboli.core.pki import CertificateAuthority, KeyPair
 

@@ -2,9 +2,9 @@
 
 ``up`` starts a *daemon* — this module run as ``python -m stromboli.core.devcluster.daemon`` in
 its own session, detached from the terminal — which owns a :class:`ControlPlane` (etcd,
-kube-apiserver, kwok, optionally kube-scheduler), installs our CRDs, creates the kwok nodes,
-writes the admin kubeconfig and then watches the components until it is told to stop. The
-command that started it returns as soon as the daemon reports ready.
+kube-apiserver, kube-controller-manager, kwok, optionally kube-scheduler), installs our CRDs,
+creates the kwok nodes, writes the admin kubeconfig and then watches the components until it is
+told to stop. The command that started it returns as soon as the daemon reports ready.
 
 Everything lives in one state directory (default ``~/.cache/stromboli/dev-cluster``, or
 ``$STROMBOLI_CACHE/dev-cluster``):
@@ -17,11 +17,11 @@ Everything lives in one state directory (default ``~/.cache/stromboli/dev-cluste
 * ``ops.lock`` — serialises ``up`` and ``down``;
 * ``daemon.log`` and ``run/`` (certificates, component logs, etcd data).
 
-A component that dies (kube-apiserver killed, kwok crashed) is started again in place, on
-the same ports and with the same etcd data, so the cluster and everything stored in it survive;
-while that happens the phase is ``restarting``. Only a component that keeps dying
-(:data:`RESTART_LIMIT` times within :data:`RESTART_WINDOW` seconds) or cannot be started again
-fails the cluster.
+A component that dies (kube-apiserver killed, kube-controller-manager or kwok crashed) is
+started again in place, on the same ports and with the same etcd data, so the cluster and
+everything stored in it survive; while that happens the phase is ``restarting``. Only a
+component that keeps dying (:data:`RESTART_LIMIT` times within :data:`RESTART_WINDOW` seconds)
+or cannot be started again fails the cluster.
 
 Why no process is left behind: the daemon stops its components on SIGTERM; if the daemon is
 killed outright, Linux kills the components too (they are started with a parent-death

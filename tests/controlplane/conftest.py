@@ -1,4 +1,5 @@
-"""The ``control_plane`` fixture: a real etcd + kube-apiserver + kwok for the whole session.
+"""The ``control_plane`` fixture: a real etcd + kube-apiserver + kube-controller-manager + kwok
+for the whole session.
 
 The binaries are built from the Go module proxy by ``hack/build-control-plane.sh`` on first
 use (about 6 minutes on 2 cores; cached in ``~/.cache/stromboli/controlplane`` afterwards) or
