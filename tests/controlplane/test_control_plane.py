@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -13,10 +14,13 @@ from stromboli.core.devcluster import (
     EXIT_CODE_ANNOTATION,
     FAIL_AFTER_ANNOTATION,
     SUCCEED_AFTER_ANNOTATION,
+    Binaries,
+    BuildError,
     ControlPlane,
     KubeAPIError,
     KubeHTTP,
 )
+from stromboli.core.devcluster.build import BINARY_NAMES
 
 HACK_GO_MOD = Path(__file__).resolve().parents[2] / "hack" / "go.mod"
 
@@ -249,3 +253,63 @@ def test_kube_scheduler_side_by_side_and_clean_stop(control_plane: ControlPlane)
             os.killpg(pid, 0)
     assert (cp.log_dir / "kube-scheduler.log").stat().st_size > 0
     assert not (cp.run_dir / "etcd").exists()
+
+
+# --- the build ---------------------------------------------------------------------------------
+
+BUILD_SCRIPT = HACK_GO_MOD.parent / "build-control-plane.sh"
+
+
+def fake_bin_dir(path: Path, names: tuple[str, ...]) -> Path:
+    path.mkdir(parents=True)
+    for name in names:
+        (path / name).write_text("#!/bin/sh\n")
+        (path / name).chmod(0o755)
+    return path
+
+
+def test_a_bin_dir_without_the_controller_manager_is_refused_by_name(tmp_path: Path) -> None:
+    before = ("etcd", "kube-apiserver", "kube-scheduler", "kwok")  # a directory made earlier
+    old = fake_bin_dir(tmp_path / "bin", before)
+    with pytest.raises(BuildError, match=r"lacks executable\(s\): kube-controller-manager;"):
+        Binaries.from_dir(old)
+    (old / "kube-controller-manager").write_text("")  # there, but not executable
+    with pytest.raises(BuildError, match="kube-controller-manager") as err:
+        Binaries.from_dir(old)
+    assert "STROMBOLI_CONTROLPLANE_BIN" in str(err.value)
+    (old / "kube-controller-manager").chmod(0o755)
+    found = Binaries.from_dir(old)
+    assert found.kube_controller_manager == old / "kube-controller-manager"
+    assert found.kwok == old / "kwok" and found.etcd == old / "etcd"
+
+
+def test_build_script_reuses_a_binary_that_links_the_same_modules(
+    control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """A cache with another version directory holding the very binaries this build would make
+    (and kube-scheduler's binary where kwok's should be): the four are linked in without a
+    build, kwok is built, and here ``go build`` is refused, so the script fails naming it."""
+    built = control_plane.binaries.bin_dir
+    other = tmp_path / "cache" / "controlplane" / "v0.0.0-other" / "bin"
+    other.mkdir(parents=True)
+    for name in BINARY_NAMES:
+        (other / name).symlink_to(built / ("kube-scheduler" if name == "kwok" else name))
+    fake_go = tmp_path / "go"
+    fake_go.write_text(
+        '#!/bin/sh\nif [ "$1" = build ]; then echo "go build refused" >&2; exit 3; fi\n'
+        'exec go "$@"\n'
+    )
+    fake_go.chmod(0o755)
+    env = {**os.environ, "STROMBOLI_CACHE": str(tmp_path / "cache"), "GO": str(fake_go)}
+    env.pop("STROMBOLI_FORCE", None)
+    run = subprocess.run(
+        ["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, env=env, check=False
+    )
+    assert run.returncode != 0
+    assert "go build of sigs.k8s.io/kwok/cmd/kwok failed" in run.stderr
+    reused = set(re.findall(r"reused (\S+) from ", run.stderr))
+    assert reused == {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+    (made,) = [
+        d for d in (tmp_path / "cache" / "controlplane").iterdir() if d.name != "v0.0.0-other"
+    ]
+    assert sorted(p.name for p in (made / "bin").iterdir()) == sorted(reused)
