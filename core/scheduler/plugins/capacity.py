@@ -382,11 +382,12 @@ class CapacityPlugin(Plugin):
             if attr.name == ROOT:
                 continue
             chain: list[str] = []
+            seen = {attr.name}  # a set beside the chain: a stored chain may be long
             current = attr.name
             while current != ROOT:
                 queue = ssn.queues.get(current)
                 parent = (queue.parent if queue is not None else "") or ROOT
-                if parent in chain or parent == attr.name:
+                if parent in seen:
                     attr.broken = f"queue {attr.name} is in a cycle of parent queues ({parent})"
                     break
                 if parent not in self.attrs:
@@ -395,6 +396,7 @@ class CapacityPlugin(Plugin):
                     )
                     break
                 chain.append(parent)
+                seen.add(parent)
                 current = parent
             if not attr.broken:
                 attr.ancestors = list(reversed(chain))
@@ -403,9 +405,15 @@ class CapacityPlugin(Plugin):
                 self.attrs[attr.ancestors[-1]].children.append(attr.name)
         root = self.attrs[ROOT]
         root.real_capability = Limit(root.capability, default=math.inf)
-        self._settle_children(root)
+        # Parents before children, with a stack of our own: a stored chain of queues may be
+        # deeper than Python's recursion limit.
+        pending = [root]
+        while pending:
+            pending.extend(self._settle_children(pending.pop()))
 
-    def _settle_children(self, parent: QueueAttr) -> None:
+    def _settle_children(self, parent: QueueAttr) -> list[QueueAttr]:
+        """Give ``parent``'s children their deserved share and real capability; returns
+        them, to be settled in turn."""
         children = [self.attrs[name] for name in parent.children]
         for child in children:
             child.deserved = child.deserved.max_with(child.guarantee)
@@ -446,7 +454,7 @@ class CapacityPlugin(Plugin):
                     ", ".join(sorted(over)),
                 )
             child.real_capability = shared.plus(child.guarantee).capped(child.capability)
-            self._settle_children(child)
+        return children
 
     def _account_jobs(self, ssn: Session) -> None:
         for job in ssn.jobs.values():

@@ -298,3 +298,16 @@ async def test_sibling_guarantee_is_reserved_inside_the_parent(tmp_path: Path) -
         *[pod(f"kept-{i}", group="kept-job", cpu="1") for i in range(2)],
     )
     assert (await c.run()).bound == 2
+
+
+def test_a_stored_chain_deeper_than_the_recursion_limit_opens_a_session() -> None:
+    # The webhook refuses such a chain; a store written around it must not stop every cycle.
+    depth = 3000
+    queues = [cqueue("q0", deserved={"cpu": "1"})] + [
+        cqueue(f"q{i}", parent=f"q{i - 1}", deserved={"cpu": "1"}) for i in range(1, depth)
+    ]
+    ssn = make_session([node("n1"), *queues], tree_conf())
+    attrs = plugin(ssn).attrs
+    assert attrs[f"q{depth - 1}"].ancestors[0] == "root"
+    assert len(attrs[f"q{depth - 1}"].ancestors) == depth
+    assert attrs["q0"].children == ["q1"]
