@@ -1,7 +1,7 @@
 """The JSON patch (RFC 6902) a mutating webhook answers with: the difference between the object
 the API server sent and the object the mutating rule returned.
 
-The rules in :mod:`stromboli.webhooks.rules.mutate` return a whole new object, which keeps them
+The rules in :mod:`stromboli.core.admission.mutate` return a whole new object, which keeps them
 simple to test and to reuse in the simulator; the API server wants operations. Objects are
 compared key by key so that a patch touches only what a rule changed (``add /spec/queue``, not
 ``replace /spec``); lists of equal length are compared item by item, other lists replaced.

@@ -1,5 +1,5 @@
 """Volcano's admission services (reference §6): one per path, each a rule from
-:mod:`stromboli.webhooks.rules` bound to the resource and operations it admits.
+:mod:`stromboli.core.admission` bound to the resource and operations it admits.
 
 A service turns an :class:`~stromboli.webhooks.review.AdmissionRequest` into a
 :class:`~stromboli.webhooks.review.Verdict`: mutating services answer with the JSON patch from
@@ -22,11 +22,11 @@ from stromboli.core.api import constants as k
 from stromboli.core.cluster.store import Obj
 from stromboli.webhooks.jsonpatch import json_diff
 from stromboli.webhooks.review import AdmissionRequest, Verdict
-from stromboli.webhooks.rules.job import admission_message, validate_job_create, validate_job_update
-from stromboli.webhooks.rules.mutate import mutate_job, mutate_podgroup, mutate_queue
-from stromboli.webhooks.rules.pod import validate_pod_create
-from stromboli.webhooks.rules.podgroup import validate_podgroup_create
-from stromboli.webhooks.rules.queue import (
+from stromboli.core.admission.job import admission_message, validate_job_create, validate_job_update
+from stromboli.core.admission.mutate import mutate_job, mutate_podgroup, mutate_queue
+from stromboli.core.admission.pod import validate_pod_create
+from stromboli.core.admission.podgroup import validate_podgroup_create
+from stromboli.core.admission.queue import (
     DEFAULT_MAX_QUEUE_DEPTH,
     validate_queue,
     validate_queue_delete,

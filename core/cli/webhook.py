@@ -10,6 +10,7 @@ import asyncio
 
 import click
 
+from stromboli.core.admission.queue import DEFAULT_MAX_QUEUE_DEPTH
 from stromboli.core.api import constants as k
 from stromboli.core.cli.process import (
     go_bool,
@@ -18,7 +19,6 @@ from stromboli.core.cli.process import (
     serve,
     setup_logging,
 )
-from stromboli.webhooks.rules.queue import DEFAULT_MAX_QUEUE_DEPTH
 from stromboli.webhooks.server import WebhookOptions, WebhookServer
 from stromboli.webhooks.services import (
     DEFAULT_ENABLED_ADMISSION,

@@ -20,8 +20,9 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import CroniterError, croniter
+from croniter import croniter
 
+from stromboli.core.admission.cronjob import schedule_problem
 from stromboli.core.api import constants as k
 from stromboli.core.clock import Clock, format_time, parse_time
 from stromboli.core.cluster.errors import AlreadyExistsError, NotFoundError
@@ -43,53 +44,6 @@ JOB: Final = (k.BATCH_V1ALPHA1, "Job")
 MAX_MISSED: Final = 100
 SUCCEEDED: Final = frozenset({"Completed"})
 FINISHED: Final = frozenset({"Completed", "Failed", "Terminated", "Aborted"})
-
-
-#: Kubernetes' schedule descriptors (robfig/cron's standard parser), and the longest schedule
-#: read (a schedule is a few fields; longer is a mistake or an attack on the parser).
-DESCRIPTORS: Final = frozenset(
-    {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
-)
-MAX_SCHEDULE_LENGTH: Final = 1024
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=ZoneInfo("UTC"))
-
-
-def schedule_problem(schedule: Any) -> str | None:
-    """Why ``schedule`` is not a schedule the API server accepts and this controller can run
-    (five fields or a descriptor, and at least one time it fires), as the API server words
-    field errors on ``spec.schedule``; None when it is fine.
-
-    Checked before a run, so that a six-field schedule (croniter would read seconds and fire
-    every second) or one that never fires (30 February) is refused rather than run.
-    """
-    path = "spec.schedule"
-    if schedule is None or schedule == "":
-        return f"{path}: Required value"
-    if not isinstance(schedule, str):
-        return f"{path}: Invalid value: {schedule!r}: must be a string"
-    shown = '"' + schedule[:100].replace('"', '\\"') + ('..."' if len(schedule) > 100 else '"')
-    if len(schedule) > MAX_SCHEDULE_LENGTH:
-        return f"{path}: Invalid value: {shown}: longer than {MAX_SCHEDULE_LENGTH} characters"
-    text = schedule.strip()
-    if text.startswith(("TZ=", "CRON_TZ=")):
-        return (
-            f"{path}: Invalid value: {shown}: cannot use TZ or CRON_TZ in schedule, use "
-            "timeZone field instead"
-        )
-    if text.startswith("@"):
-        if text not in DESCRIPTORS:
-            return f"{path}: Invalid value: {shown}: unrecognized descriptor: {text}"
-    else:
-        fields = text.split()
-        if len(fields) != 5:
-            return f"{path}: Invalid value: {shown}: expected exactly 5 fields, found {len(fields)}"
-        if not text.isascii() or not croniter.is_valid(text):
-            return f"{path}: Invalid value: {shown}: unparseable schedule"
-    try:
-        croniter(text, _EPOCH).get_next(datetime)
-    except (CroniterError, ValueError, OverflowError):
-        return f"{path}: Invalid value: {shown}: the schedule never fires"
-    return None
 
 
 def _phase(job: Mapping[str, Any]) -> str:

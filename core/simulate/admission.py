@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from stromboli.core.admission.cronjob import validate_cronjob
+from stromboli.core.admission.hypernode import validate_hypernode
+from stromboli.core.admission.job import admission_message, validate_job_create
+from stromboli.core.admission.jobflow import validate_jobflow
+from stromboli.core.admission.mutate import mutate_job, mutate_podgroup, mutate_queue
+from stromboli.core.admission.pod import validate_pod_create
+from stromboli.core.admission.podgroup import validate_podgroup_create
+from stromboli.core.admission.queue import validate_queue
 from stromboli.core.api import constants as k
 from stromboli.core.cluster.validation import object_problems, status_problems
-from stromboli.webhooks.rules.cronjob import validate_cronjob
-from stromboli.webhooks.rules.hypernode import validate_hypernode
-from stromboli.webhooks.rules.job import admission_message, validate_job_create
-from stromboli.webhooks.rules.jobflow import validate_jobflow
-from stromboli.webhooks.rules.mutate import mutate_job, mutate_podgroup, mutate_queue
-from stromboli.webhooks.rules.pod import validate_pod_create
-from stromboli.webhooks.rules.podgroup import validate_podgroup_create
-from stromboli.webhooks.rules.queue import validate_queue
 
 
 class AdmissionError(ValueError):

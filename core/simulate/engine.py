@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from stromboli.core.admission.mutate import mutate_job
 from stromboli.core.api import constants as k
 from stromboli.core.clock import VirtualClock
 from stromboli.core.cluster.errors import ApiError
@@ -34,7 +35,6 @@ from stromboli.core.simulate.admission import Admission
 from stromboli.core.simulate.lifecycle import PodLifecycle
 from stromboli.core.simulate.loader import SimObject, SimulationInputError
 from stromboli.core.simulate.timeline import Sample, sample
-from stromboli.webhooks.rules.mutate import mutate_job
 
 #: Creation order within one instant: what others refer to goes first.
 KIND_RANK = {

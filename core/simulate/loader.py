@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stromboli.core.admission.mutate import mutate_job, mutate_queue
 from stromboli.core.api import constants as k
 from stromboli.core.api.registry import InvalidObjectError, kind_info, validate_object
 from stromboli.core.simulate.durations import parse_duration
 from stromboli.core.simulate.yamlbounds import MAX_FILE_BYTES, YamlBoundsError, load_documents
-from stromboli.webhooks.rules.mutate import mutate_job, mutate_queue
 
 
 class SimulationInputError(ValueError):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from stromboli.core.admission.mutate import mutate_job
 from stromboli.core.api import constants as k
 from stromboli.core.clock import VirtualClock
 from stromboli.core.cluster.memory import MemoryStore
@@ -19,7 +20,6 @@ from stromboli.core.controller.job.controller import JobController
 from stromboli.core.scheduler.conf import ConfigSource
 from stromboli.core.scheduler.scheduler import Scheduler, builtin_queue
 from stromboli.core.simulate.lifecycle import PodLifecycle
-from stromboli.webhooks.rules.mutate import mutate_job
 
 JOB = (k.BATCH_V1ALPHA1, "Job")
 POD = ("v1", "Pod")

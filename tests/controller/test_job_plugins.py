@@ -12,6 +12,7 @@ from cryptography.hazmat.primitives import serialization
 from hypothesis import given
 from hypothesis import strategies as st
 
+from stromboli.core.api.jobflags import Flag
 from stromboli.core.controller.job.plugins import (
     JOB_PLUGINS,
     EnvPlugin,
@@ -28,7 +29,6 @@ from stromboli.core.controller.job.plugins import (
     build_plugins,
     parse_flags,
 )
-from stromboli.core.controller.job.plugins.flags import Flag
 
 # --- builders ------------------------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 
+from stromboli.core.admission.mutate import mutate_job
 from stromboli.core.api import constants as k
 from stromboli.core.api.crds import build_crds
 from stromboli.core.cluster.errors import NotFoundError
@@ -42,7 +43,6 @@ from stromboli.core.devcluster.stages import (
     FAIL_AFTER_ANNOTATION,
     SUCCEED_AFTER_ANNOTATION,
 )
-from stromboli.webhooks.rules.mutate import mutate_job
 
 STROMBOLI = Path(sys.executable).with_name("stromboli")
 JOB = (k.BATCH_V1ALPHA1, "Job")

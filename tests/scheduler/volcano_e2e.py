@@ -18,12 +18,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from stromboli.core.admission.mutate import mutate_job
 from stromboli.core.api import constants as k
 from stromboli.core.api.quantity import parse_quantity
 from stromboli.core.cluster.errors import NotFoundError
 from stromboli.core.simulate.engine import Simulation
 from stromboli.core.simulate.loader import SimObject
-from stromboli.webhooks.rules.mutate import mutate_job
 
 from .builders import SCHEDULING, conf, container, node, priority_class, queue
 

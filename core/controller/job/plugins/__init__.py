@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from stromboli.core.api.jobflags import Flag, FlagError, parse_flags
 from stromboli.core.controller.job.plugins.base import (
     JobPlugin,
     JobPluginError,
@@ -23,7 +24,6 @@ from stromboli.core.controller.job.plugins.base import (
     task_hosts,
 )
 from stromboli.core.controller.job.plugins.env import EnvPlugin
-from stromboli.core.controller.job.plugins.flags import Flag, FlagError, parse_flags
 from stromboli.core.controller.job.plugins.hcclrank import HcclRankPlugin
 from stromboli.core.controller.job.plugins.mpi import MpiPlugin
 from stromboli.core.controller.job.plugins.pytorch import PytorchPlugin

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from stromboli.core.api import constants as k
-from stromboli.core.controller.job.plugins.flags import Flag, FlagError, parse_flags
+from stromboli.core.api.jobflags import Flag, FlagError, parse_flags
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ class JobPlugin:
     """One job plugin bound to one job; see the module docstring.
 
     ``arguments`` are the plugin's CLI-style arguments from ``spec.plugins`` (see
-    :mod:`~stromboli.core.controller.job.plugins.flags`), ``job`` the Job object. Parsed values
+    :mod:`~stromboli.core.api.jobflags`), ``job`` the Job object. Parsed values
     are in :attr:`options`; an argument that could not be read leaves its flag (and the ones
     after it) at the default and is reported in :attr:`argument_error`, as Volcano does.
     """

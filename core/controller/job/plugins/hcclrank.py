@@ -8,8 +8,8 @@ the replica index for the ``--master`` task and the master replica count plus th
 
 from __future__ import annotations
 
+from stromboli.core.api.jobflags import Flag
 from stromboli.core.controller.job.plugins.base import JobPlugin, Obj, env_value, replicas
-from stromboli.core.controller.job.plugins.flags import Flag
 
 HCCL_RANK_KEY = "hccl/rankIndex"
 RANK = "RANK"

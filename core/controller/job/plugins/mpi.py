@@ -9,6 +9,7 @@ that use this plugin, and the validating webhook requires the master task.
 
 from __future__ import annotations
 
+from stromboli.core.api.jobflags import MPI_FLAGS
 from stromboli.core.controller.job.plugins.base import (
     JobPlugin,
     Obj,
@@ -17,10 +18,8 @@ from stromboli.core.controller.job.plugins.base import (
     containers,
     task_hosts,
 )
-from stromboli.core.controller.job.plugins.flags import Flag
 
 MPI_HOST = "MPI_HOST"
-DEFAULT_PORT = 22
 PORT_NAME = "mpijob-port"
 
 
@@ -28,11 +27,7 @@ class MpiPlugin(JobPlugin):
     """See the module docstring."""
 
     name = "mpi"
-    flags = (
-        Flag("master", "master", "name of the master task"),
-        Flag("worker", "worker", "name of the worker task"),
-        Flag("port", DEFAULT_PORT, "port opened on every container (ssh)"),
-    )
+    flags = MPI_FLAGS
 
     @property
     def master_name(self) -> str:

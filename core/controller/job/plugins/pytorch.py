@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 
+from stromboli.core.api.jobflags import Flag
 from stromboli.core.controller.job.plugins.base import (
     JobPlugin,
     Obj,
@@ -21,7 +22,6 @@ from stromboli.core.controller.job.plugins.base import (
     domain_name,
     replicas,
 )
-from stromboli.core.controller.job.plugins.flags import Flag
 
 log = logging.getLogger(__name__)
 

@@ -11,6 +11,7 @@ head pod and publishes the three ports. A job without the head task cannot be st
 from __future__ import annotations
 
 from stromboli.core.api import constants as k
+from stromboli.core.api.jobflags import Flag
 from stromboli.core.controller.job.plugins.base import (
     JobPlugin,
     JobPluginError,
@@ -19,7 +20,6 @@ from stromboli.core.controller.job.plugins.base import (
     add_port,
     domain_name,
 )
-from stromboli.core.controller.job.plugins.flags import Flag
 
 DEFAULT_PORT = 6379
 DEFAULT_DASHBOARD_PORT = 8265

@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from stromboli.core.api import constants as k
+from stromboli.core.api.jobflags import Flag
 from stromboli.core.controller.job.plugins.base import (
     JobPlugin,
     Obj,
@@ -33,7 +34,6 @@ from stromboli.core.controller.job.plugins.base import (
     containers,
     task_hosts,
 )
-from stromboli.core.controller.job.plugins.flags import Flag
 
 log = logging.getLogger(__name__)
 

@@ -17,6 +17,7 @@ ready (useful when workers must resolve each other to become ready).
 from __future__ import annotations
 
 from stromboli.core.api import constants as k
+from stromboli.core.api.jobflags import Flag
 from stromboli.core.controller.job.plugins.base import (
     JobPlugin,
     Obj,
@@ -26,7 +27,6 @@ from stromboli.core.controller.job.plugins.base import (
     env_key,
     task_hosts,
 )
-from stromboli.core.controller.job.plugins.flags import Flag
 
 CONFIG_MAP_MOUNT_PATH = "/etc/volcano"
 

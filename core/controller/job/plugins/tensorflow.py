@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from stromboli.core.api.jobflags import Flag
 from stromboli.core.controller.job.plugins.base import (
     JobPlugin,
     Obj,
@@ -19,7 +20,6 @@ from stromboli.core.controller.job.plugins.base import (
     domain_name,
     replicas,
 )
-from stromboli.core.controller.job.plugins.flags import Flag
 
 TF_CONFIG = "TF_CONFIG"
 DEFAULT_PORT = 2222

@@ -12,14 +12,14 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stromboli.webhooks.rules.cronjob import validate_cronjob
-from stromboli.webhooks.rules.hypernode import validate_hypernode
-from stromboli.webhooks.rules.job import validate_job_create, validate_job_update
-from stromboli.webhooks.rules.jobflow import validate_jobflow
-from stromboli.webhooks.rules.mutate import mutate_job, mutate_podgroup, mutate_queue
-from stromboli.webhooks.rules.pod import validate_pod_create
-from stromboli.webhooks.rules.podgroup import validate_podgroup_create
-from stromboli.webhooks.rules.queue import validate_queue, validate_queue_delete
+from stromboli.core.admission.cronjob import validate_cronjob
+from stromboli.core.admission.hypernode import validate_hypernode
+from stromboli.core.admission.job import validate_job_create, validate_job_update
+from stromboli.core.admission.jobflow import validate_jobflow
+from stromboli.core.admission.mutate import mutate_job, mutate_podgroup, mutate_queue
+from stromboli.core.admission.pod import validate_pod_create
+from stromboli.core.admission.podgroup import validate_podgroup_create
+from stromboli.core.admission.queue import validate_queue, validate_queue_delete
 
 FUZZ = settings(
     max_examples=200,

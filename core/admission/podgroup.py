@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from stromboli.core.admission import shape
+from stromboli.core.admission.queue import queue_not_found, queue_state
 from stromboli.core.api import constants as k
-from stromboli.webhooks.rules import shape
-from stromboli.webhooks.rules.queue import queue_not_found, queue_state
 
 TIER_CONFLICT = (
     "must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously."

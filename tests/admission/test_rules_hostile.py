@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from stromboli.webhooks.rules.cronjob import validate_cronjob
-from stromboli.webhooks.rules.hypernode import validate_hypernode
-from stromboli.webhooks.rules.jobflow import validate_jobflow
-from stromboli.webhooks.rules.mutate import mutate_queue
-from stromboli.webhooks.rules.queue import validate_queue
+from stromboli.core.admission.cronjob import validate_cronjob
+from stromboli.core.admission.hypernode import validate_hypernode
+from stromboli.core.admission.jobflow import validate_jobflow
+from stromboli.core.admission.mutate import mutate_queue
+from stromboli.core.admission.queue import validate_queue
 
 
 def queue(name: str, parent: str | None = None, **spec: Any) -> dict:

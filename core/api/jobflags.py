@@ -1,4 +1,5 @@
-"""Job-plugin arguments, parsed the way Volcano's plugins read them.
+"""Job-plugin arguments, parsed the way Volcano's plugins read them (part of the vcjob API:
+the controller's plugins and the admission rules read them alike).
 
 A job names its plugins with command-line style arguments, ``plugins: {pytorch: ["--port=5000"]}``,
 which Volcano hands to Go's ``flag`` package. The rules below are that package's, so a job that
@@ -108,3 +109,12 @@ def parse_flags(
         except ValueError:
             return values, FlagError(f'invalid value "{value}" for flag -{name}: parse error')
     return values, None
+
+
+#: The ``mpi`` plugin's flags: the controller's plugin uses them, and the admission rule that
+#: requires the master task reads ``--master`` with the same parser.
+MPI_FLAGS: tuple[Flag, ...] = (
+    Flag("master", "master", "name of the master task"),
+    Flag("worker", "worker", "name of the worker task"),
+    Flag("port", 22, "port opened on every container (ssh)"),
+)

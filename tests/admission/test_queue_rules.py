@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from stromboli.webhooks.rules.mutate import mutate_queue
-from stromboli.webhooks.rules.queue import (
+from stromboli.core.admission.mutate import mutate_queue
+from stromboli.core.admission.queue import (
     amounts,
     children_of,
     format_amounts,

@@ -10,7 +10,7 @@ between 1 and 65535, ``spec.priority`` at least 0); then the webhook's checks in
 stage stopping at its first failure: resource quantities (``guarantee <= deserved <=
 capability``), state, hierarchy annotations; the parent (on create or when it changes); the
 ``root`` queue's resources (on update); the resource hierarchy (children within their parent).
-Run after :func:`~stromboli.webhooks.rules.mutate.mutate_queue`, as the API server does.
+Run after :func:`~stromboli.core.admission.mutate.mutate_queue`, as the API server does.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from stromboli.core.admission import shape
 from stromboli.core.api import constants as k
 from stromboli.core.api.quantity import QuantityError, format_bytes, format_cpu, parse_quantity
-from stromboli.webhooks.rules import shape
 
 DEFAULT_MAX_QUEUE_DEPTH = 5
 MIN_RESOURCE = 0.1

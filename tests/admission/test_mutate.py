@@ -1,4 +1,4 @@
-from stromboli.webhooks.rules.mutate import mutate_podgroup, mutate_queue
+from stromboli.core.admission.mutate import mutate_podgroup, mutate_queue
 
 
 def queue(spec: dict | None = None, annotations: dict | None = None) -> dict:

@@ -15,7 +15,7 @@ Two layers are checked, as on a real cluster:
   subset of Kubernetes' pod validation that matters for vcjobs), partition policies, plugins,
   volumes, the target queue and task dependencies.
 
-Both expect a job the mutating rules (:func:`~stromboli.webhooks.rules.mutate.mutate_job`)
+Both expect a job the mutating rules (:func:`~stromboli.core.admission.mutate.mutate_job`)
 have already defaulted, as the API server runs mutation first.
 """
 
@@ -27,11 +27,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
+from stromboli.core.admission import shape
+from stromboli.core.admission.queue import children_of, queue_not_found, queue_state
 from stromboli.core.api import constants as k
+from stromboli.core.api.jobflags import MPI_FLAGS, parse_flags
 from stromboli.core.api.quantity import QuantityError, parse_quantity
 from stromboli.core.cluster.selectors import SelectorError, validate_label_key, validate_label_value
-from stromboli.webhooks.rules import shape
-from stromboli.webhooks.rules.queue import children_of, queue_not_found, queue_state
 
 JOB_PLUGIN_NAMES = frozenset(p.value for p in k.JobPlugin)
 
@@ -480,9 +481,10 @@ def tasks_form_dag(tasks: Sequence[Mapping[str, Any]]) -> bool:
 
 
 def _mpi_master(job: Mapping[str, Any]) -> str:
-    from stromboli.core.controller.job.plugins.mpi import MpiPlugin
-
-    return MpiPlugin(_spec(job)["plugins"]["mpi"], job).master_name
+    """The master task the ``mpi`` plugin's ``--master`` names (default ``master``)."""
+    arguments = _spec(job)["plugins"]["mpi"]
+    options, _ = parse_flags(arguments if isinstance(arguments, list) else [], MPI_FLAGS)
+    return str(options["master"])
 
 
 def validate_job_create(

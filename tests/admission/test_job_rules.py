@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from stromboli.webhooks.rules.job import (
+from stromboli.core.admission.job import (
     MIN_AVAILABLE_OVER_REPLICAS,
     NO_TASKS,
     UPDATE_ADDS_TASKS,
@@ -20,7 +20,7 @@ from stromboli.webhooks.rules.job import (
     validate_job_update,
     validate_policies,
 )
-from stromboli.webhooks.rules.mutate import mutate_job
+from stromboli.core.admission.mutate import mutate_job
 
 # --- builders ------------------------------------------------------------------------------------
 

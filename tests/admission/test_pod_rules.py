@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from stromboli.webhooks.rules.pod import validate_pod_create
-from stromboli.webhooks.rules.podgroup import validate_podgroup_create
+from stromboli.core.admission.pod import validate_pod_create
+from stromboli.core.admission.podgroup import validate_podgroup_create
 
 MIN = "volcano.sh/jdb-min-available"
 MAX = "volcano.sh/jdb-max-unavailable"

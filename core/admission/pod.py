@@ -12,8 +12,8 @@ import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from stromboli.core.admission import shape
 from stromboli.core.api import constants as k
-from stromboli.webhooks.rules import shape
 
 JDB_KEYS = (k.JDB_MIN_AVAILABLE_KEY, k.JDB_MAX_UNAVAILABLE_KEY)
 
