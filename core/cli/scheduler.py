@@ -11,6 +11,7 @@ import asyncio
 import click
 
 from stromboli.core.api import constants as k
+from stromboli.core.api.durations import parse_duration
 from stromboli.core.cli.process import (
     go_bool,
     kube_options,
@@ -21,7 +22,6 @@ from stromboli.core.cli.process import (
 )
 from stromboli.core.scheduler.conf import ConfigError
 from stromboli.core.scheduler.server import LostLeadership, SchedulerOptions, SchedulerServer
-from stromboli.core.simulate.durations import parse_duration
 
 
 @click.command()

@@ -10,9 +10,9 @@ import click
 import orjson
 import yaml
 
+from stromboli.core.api.durations import parse_duration
 from stromboli.core.scheduler.conf import ConfigError
 from stromboli.core.scheduler.metrics import SchedulerMetrics
-from stromboli.core.simulate.durations import parse_duration
 from stromboli.core.simulate.engine import (
     DEFAULT_MAX_CRON_RUNS,
     DEFAULT_MAX_TIME,

@@ -11,11 +11,11 @@ import heapq
 from dataclasses import dataclass, field
 
 from stromboli.core.api import constants as k
+from stromboli.core.api.durations import parse_duration
 from stromboli.core.clock import VirtualClock, format_time
 from stromboli.core.cluster.errors import ApiError, NotFoundError
 from stromboli.core.cluster.store import ClusterStore
 from stromboli.core.informer import Informer
-from stromboli.core.simulate.durations import parse_duration
 
 POD = ("v1", "Pod")
 

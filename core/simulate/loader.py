@@ -12,8 +12,8 @@ from typing import Any
 
 from stromboli.core.admission.mutate import mutate_job, mutate_queue
 from stromboli.core.api import constants as k
+from stromboli.core.api.durations import parse_duration
 from stromboli.core.api.registry import InvalidObjectError, kind_info, validate_object
-from stromboli.core.simulate.durations import parse_duration
 from stromboli.core.simulate.yamlbounds import MAX_FILE_BYTES, YamlBoundsError, load_documents
 
 

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stromboli.core.scheduler.util.durations import MAX_SECONDS, go_duration, positive_duration
+from stromboli.core.api.durations import MAX_SECONDS, go_duration
+from stromboli.core.scheduler.util.durations import positive_duration
 
 from .builders import conf, make_session, node, pod, podgroup
 

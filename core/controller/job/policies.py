@@ -15,7 +15,7 @@ from typing import Any
 
 from stromboli.core.api import constants as k
 from stromboli.core.api.constants import Action, Event, PodPhase
-from stromboli.core.simulate.durations import parse_duration
+from stromboli.core.api.durations import parse_duration
 
 INTERNAL_EVENTS = frozenset({Event.OUT_OF_SYNC, Event.COMMAND_ISSUED, Event.POD_RUNNING})
 """Events that never trigger a policy: they only ask for a sync."""

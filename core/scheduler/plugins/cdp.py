@@ -16,12 +16,12 @@ import logging
 from datetime import datetime, timedelta
 
 from stromboli.core.api.constants import COOLDOWN_TIME_KEY
+from stromboli.core.api.durations import parse_duration
 from stromboli.core.clock import parse_time
 from stromboli.core.scheduler.api.job import TaskInfo
 from stromboli.core.scheduler.framework.plugin import Plugin
 from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import PERMIT, Session
-from stromboli.core.simulate.durations import parse_duration
 
 log = logging.getLogger(__name__)
 

@@ -54,6 +54,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import orjson
 
+from stromboli.core.api.durations import go_duration
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.node import NodeInfo
 from stromboli.core.scheduler.api.queue import QueueInfo
@@ -68,7 +69,6 @@ from stromboli.core.scheduler.framework.session import (
     EventHandler,
     Session,
 )
-from stromboli.core.scheduler.util.durations import go_duration
 
 log = logging.getLogger(__name__)
 

@@ -31,6 +31,7 @@ from typing import ClassVar
 import numpy as np
 
 from stromboli.core.api import constants as k
+from stromboli.core.api.durations import go_duration
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.pod import parse_bool
 from stromboli.core.scheduler.api.status import TaskStatus
@@ -38,7 +39,6 @@ from stromboli.core.scheduler.framework.filters import Filter
 from stromboli.core.scheduler.framework.plugin import Plugin
 from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import PERMIT, REJECT, Session
-from stromboli.core.scheduler.util.durations import go_duration
 
 log = logging.getLogger(__name__)
 

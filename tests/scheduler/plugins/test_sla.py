@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from stromboli.core.api.durations import go_duration
 from stromboli.core.scheduler.framework.session import ABSTAIN, PERMIT, Session
 from stromboli.core.scheduler.plugins.sla import SlaPlugin
-from stromboli.core.scheduler.util.durations import go_duration
 
 from ..builders import Cluster, conf, make_session, node, pod, podgroup, queue
 
