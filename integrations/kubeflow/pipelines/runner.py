@@ -69,7 +69,8 @@ def submit(cluster: Cluster, request: JobRequest, log: Log) -> dict[str, Any]:
     origin = "template" if request.template.strip() else "tasks"
     namespace = job["metadata"]["namespace"]
     try:
-        created = cluster.create_job(job)
+        with deferred() as held:  # a signal now would lose the job the server is creating
+            created = cluster.create_job(job)
     except ApiException as error:
         message = api_message(error)
         if error.status == 409:
@@ -96,6 +97,8 @@ def submit(cluster: Cluster, request: JobRequest, log: Log) -> dict[str, Any]:
         f"vcjob {progress.job_key(created)} created in queue {spec.get('queue')}: "
         f"{len(spec.get('tasks') or ())} task(s), {pods} pod(s), gang of {gang}"
     )
+    if held:
+        raise CancelledAfterCreate(signal.Signals(held[0]).name, created)
     return created
 
 
@@ -265,6 +268,34 @@ def cancellable() -> Iterator[None]:
             signal.signal(number, handler)
 
 
+class CancelledAfterCreate(Cancelled):
+    """A signal came while the job was being created: the job exists and must go."""
+
+    def __init__(self, signal_name: str, job: dict[str, Any]) -> None:
+        super().__init__(signal_name)
+        self.job = job
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[list[int]]:
+    """Hold SIGTERM/SIGINT during the block; yields the signals that came meanwhile. Around
+    the create request, so that a cancelled step always knows the job it made."""
+    held: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield held
+        return
+
+    def hold(signum: int, _frame: object) -> None:
+        held.append(signum)
+
+    previous = {s: signal.signal(s, hold) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield held
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
 @contextlib.contextmanager
 def shielded() -> Iterator[None]:
     """A second SIGTERM while the job is being deleted must not cut the delete short."""
@@ -292,9 +323,15 @@ def run(
     was deleted, timed out) or :class:`Cancelled` (the job was deleted first).
     """
     with cancellable():
-        created = submit(cluster, request, log)
+        late: CancelledAfterCreate | None = None
+        try:
+            created = submit(cluster, request, log)
+        except CancelledAfterCreate as error:
+            created, late = error.job, error
         seen: list[dict[str, Any]] = [created]
         try:
+            if late is not None:
+                raise late
             finished = follow(
                 cluster, created, settings, log, on_read=lambda j: seen.__setitem__(0, j)
             )

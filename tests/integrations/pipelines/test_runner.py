@@ -372,3 +372,20 @@ def test_no_queue_api(lines: list[str]) -> None:
 
     with pytest.raises(ParameterError, match="the cluster has no Queue API"):
         check_queue(NoVolcano(), "default2", lines.append)  # type: ignore[arg-type]
+
+
+def test_sigterm_during_creation_still_deletes_the_job() -> None:
+    """The signal is held while the create request is out, so the job it made is known."""
+    lines: list[str] = []
+
+    class SignalledWhileCreating(FakeCluster):
+        def create_job(self, job: dict[str, Any]) -> dict[str, Any]:
+            os.kill(os.getpid(), signal.SIGTERM)  # arrives before the answer does
+            return super().create_job(job)
+
+    cluster = SignalledWhileCreating([state("Pending")])
+    with pytest.raises(Cancelled):
+        run_fake(cluster, lines)
+    assert len(cluster.created) == 1
+    assert cluster.deleted == [("ns", "train", "u-1")]
+    assert lines[-1] == "vcjob ns/train: deleted (step stopped by SIGTERM)"
