@@ -11,9 +11,9 @@ and, under the feature step, the group annotation the step adds to executors). C
 driver lands in its PodGroup, in the queue asked for, bound by our scheduler (its ``Scheduled``
 event comes from ``volcano``; no other scheduler runs), and the executors join the same group.
 
-Java: a ``java`` of 17 or newer on PATH, else the session fixture installs Debian's
-``openjdk-17-jre-headless`` (or ``-21-``, whichever apt offers) with apt-get; CI runs as root on
-Debian. Without either the tests fail, they never skip.
+Java: a ``java`` of 17 or newer (on PATH or under /usr/lib/jvm), else the session fixture
+installs Debian's ``openjdk-17-jre-headless`` (or ``-21-``, whichever apt offers) with apt-get;
+CI runs as root on Debian. Without either the tests fail, they never skip.
 """
 
 from __future__ import annotations
@@ -102,15 +102,19 @@ def install_java() -> None:
     pytest.fail(f"apt offers none of {JAVA_PACKAGES}", pytrace=False)
 
 
+def find_java() -> str | None:
+    """``java`` on PATH if it is new enough, else one of Debian's JVMs that is."""
+    candidates = [shutil.which("java"), *map(str, sorted(Path("/usr/lib/jvm").glob("*/bin/java")))]
+    return next((c for c in candidates if c and (java_major(c) or 0) >= MIN_JAVA), None)
+
+
 @pytest.fixture(scope="session")
 def java() -> str:
-    found = shutil.which("java")
-    if found is None or (java_major(found) or 0) < MIN_JAVA:
+    found = find_java()
+    if found is None:
         install_java()
-        found = shutil.which("java")
-    assert found is not None and (java_major(found) or 0) >= MIN_JAVA, (
-        f"java on PATH is {found} ({found and java_major(found)}), need >= {MIN_JAVA}"
-    )
+        found = find_java()
+    assert found is not None, f"no java >= {MIN_JAVA} after installing one"
     return found
 
 
