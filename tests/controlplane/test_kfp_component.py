@@ -26,7 +26,11 @@ from kfp import local
 
 from stromboli.core.devcluster import ControlPlane
 from stromboli.core.devcluster.controlplane import free_port
-from stromboli.core.devcluster.stages import FAIL_AFTER_ANNOTATION, SUCCEED_AFTER_ANNOTATION
+from stromboli.core.devcluster.stages import (
+    EXIT_CODE_ANNOTATION,
+    FAIL_AFTER_ANNOTATION,
+    SUCCEED_AFTER_ANNOTATION,
+)
 from stromboli.integrations.kubeflow.pipelines import volcano_job
 
 from .jobs_live import (  # noqa: F401  (fixtures)
@@ -41,6 +45,9 @@ from .jobs_live import (  # noqa: F401  (fixtures)
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "pipelines" / "gang_training.py"
 POLL = 0.2
+#: The components run on the Stromboli image; kfp's local runner warns that the name has no
+#: "python" in it, which is beside the point here (the step runs in this interpreter).
+pytestmark = pytest.mark.filterwarnings("ignore:You may be attemping:RuntimeWarning")
 FAST = {SUCCEED_AFTER_ANNOTATION: "1s"}
 
 
@@ -263,7 +270,7 @@ async def test_failed_job_fails_the_task_with_its_message(
             control_plane,
             name="broken",
             replicas=1,
-            pod_annotations={FAIL_AFTER_ANNOTATION: "1s", "devcluster.stromboli.io/exit-code": "3"},
+            pod_annotations={FAIL_AFTER_ANNOTATION: "1s", EXIT_CODE_ANNOTATION: "3"},
         ),
     )
     assert isinstance(step.error, RuntimeError), out
