@@ -13,13 +13,13 @@ import logging
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, ClassVar, Generic, TypeVar
 
+from stromboli.core.api.keys import Key, object_key
 from stromboli.core.clock import Clock
 from stromboli.core.cluster.store import ClusterStore
 from stromboli.core.events import EventRecorder
 from stromboli.core.informer import Informer
 from stromboli.core.quarantine import Quarantine
 
-Key = tuple[str, str]
 #: What a reconciler marks dirty: an object key, or (the vcjob controller) a request.
 K = TypeVar("K", bound=Hashable)
 JobMutator = Callable[[dict[str, Any]], dict[str, Any]]
@@ -27,11 +27,6 @@ JobMutator = Callable[[dict[str, Any]], dict[str, Any]]
 MAX_ROUNDS = 50
 #: Longest live wait between looks at the watches when nothing wakes the loop.
 WATCH_CHECK_SECONDS = 5.0
-
-
-def object_key(obj: Mapping[str, Any]) -> Key:
-    meta = obj.get("metadata") or {}
-    return (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
 
 
 def is_newer(new: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
@@ -146,8 +141,11 @@ class Reconciler(Generic[K]):
                 if wakeup is not None:
                     timeout = min(max(wakeup - self.clock.monotonic(), 0.0), timeout)
                 if not self._has_work():
+                    # asyncio.timeout, not wait_for: on Python 3.11, wait_for swallows a
+                    # cancellation that arrives as the wake is set, and the loop never ends.
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._wake.wait(), timeout)
+                        async with asyncio.timeout(timeout):
+                            await self._wake.wait()
                 self._wake.clear()
                 if follow.done():
                     follow.result()  # a watch that died: surface its error

@@ -6,5 +6,8 @@ Volcano's job state machine by pod events, lifecycle policies and Commands.
 - :mod:`.build` — the PodGroup, pods and PVC names the controller creates;
 - :mod:`.status` — the Job status: counts, conditions, durations;
 - :mod:`.queue` — queue open/close Commands and Volcano's queue state rules;
-- :mod:`.controller` — the reconciler that ties them to a cluster store.
+- :mod:`.controller` — the reconciler that ties them to a cluster store, assembled from one
+  layer per concern (:mod:`.base` → :mod:`.timers` → :mod:`.intake` → :mod:`.pods` →
+  :mod:`.resources` → :mod:`.sync`): shared state, timers and TTL, events into requests, pods
+  and PodGroup, plugin objects and PVCs, the sync and kill of one job.
 """
