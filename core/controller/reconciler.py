@@ -108,6 +108,7 @@ class Reconciler(Generic[K]):
             self._wake.set()
 
     async def start(self) -> None:
+        """List everything once and start watching; the listed objects arrive as events."""
         await self.informer.start()
         self._started = True
 
