@@ -18,6 +18,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 
+from stromboli.core.api.keys import Key, object_key
 from stromboli.core.cluster.errors import GoneError
 from stromboli.core.cluster.store import ClusterStore, WatchStream
 from stromboli.core.quarantine import Quarantine
@@ -25,16 +26,10 @@ from stromboli.core.quarantine import Quarantine
 log = logging.getLogger(__name__)
 
 Kind = tuple[str, str]
-Key = tuple[str, str]
 Handler = Callable[[Kind, str, dict], None]
 #: Uids of deleted objects a fed informer remembers, so that a late or listed copy of one
 #: (its events and a listing race) does not bring it back; a uid is never reused.
 TOMBSTONES = 10_000
-
-
-def _key(obj: dict) -> Key:
-    meta = obj.get("metadata") or {}
-    return (meta.get("namespace") or "", meta.get("name", ""))
 
 
 def _uid(obj: dict) -> str:
@@ -98,7 +93,7 @@ class Informer:
         self.streams[kind] = self.store.watch(*kind, resource_version=listed.resource_version)
 
     def _deliver(self, kind: Kind, event_type: str, obj: dict) -> None:
-        key = _key(obj)
+        key = object_key(obj)
         if event_type == "DELETED":
             self.known[kind].pop(key, None)
             if self.fed and _uid(obj):
@@ -125,7 +120,7 @@ class Informer:
         replaced under the same name (another uid) is first deleted."""
         if kind not in self.known or event_type == "BOOKMARK":
             return False
-        known = self.known[kind].get(_key(obj))
+        known = self.known[kind].get(object_key(obj))
         same = known is not None and _uid(known) == _uid(obj)
         if event_type == "DELETED":
             if not same:
@@ -155,7 +150,7 @@ class Informer:
         """Fold in a full listing of ``kind`` begun after ``before`` was taken: objects known
         then and absent from the listing were deleted unseen; returns how many deletions that
         made. The first listing of every kind releases ``start()``."""
-        listed = {_key(obj) for obj in items}
+        listed = {object_key(obj) for obj in items}
         vanished = 0
         for key, uid in before.items():
             current = self.known[kind].get(key)

@@ -24,17 +24,12 @@ from croniter import croniter
 
 from stromboli.core.admission.cronjob import schedule_problem
 from stromboli.core.api import constants as k
+from stromboli.core.api.keys import Key, object_key
 from stromboli.core.clock import Clock, format_time, parse_time
 from stromboli.core.cluster.errors import AlreadyExistsError, NotFoundError
 from stromboli.core.cluster.store import ClusterStore
 from stromboli.core.cluster.writes import put_status
-from stromboli.core.controller.reconciler import (
-    JobMutator,
-    Key,
-    Reconciler,
-    is_newer,
-    object_key,
-)
+from stromboli.core.controller.reconciler import JobMutator, Reconciler, is_newer
 from stromboli.core.events import EventRecorder
 
 COMPONENT: Final = "cronjob-controller"

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from stromboli.core.api import constants as k
+from stromboli.core.api.keys import Key, object_key
 from stromboli.core.clock import Clock, VirtualClock
 from stromboli.core.cluster.errors import AlreadyExistsError, ConflictError, NotFoundError
 from stromboli.core.cluster.store import ClusterStore
@@ -45,13 +46,7 @@ from stromboli.core.controller.probe import (
     pods_running,
     reach,
 )
-from stromboli.core.controller.reconciler import (
-    JobMutator,
-    Key,
-    Reconciler,
-    is_newer,
-    object_key,
-)
+from stromboli.core.controller.reconciler import JobMutator, Reconciler, is_newer
 from stromboli.core.events import EventRecorder
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,6 @@ import logging
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, ClassVar, Generic, TypeVar
 
-from stromboli.core.api.keys import Key, object_key
 from stromboli.core.clock import Clock
 from stromboli.core.cluster.store import ClusterStore
 from stromboli.core.events import EventRecorder

@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass, field
 
 from stromboli.core.api import constants as k
+from stromboli.core.api.keys import object_key
 from stromboli.core.quarantine import Quarantine
 from stromboli.core.scheduler.api.build import node_info_from, task_info_from
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
@@ -53,11 +54,6 @@ class JobEntry:
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
     #: The JobInfo built from the above, kept until either changes; sessions clone it.
     built: JobInfo | None = None
-
-
-def _key(obj: dict) -> tuple[str, str]:
-    meta = obj.get("metadata") or {}
-    return meta.get("namespace") or "", meta["name"]
 
 
 def job_id_of(pod: dict) -> str | None:
@@ -121,9 +117,9 @@ class SchedulerCache:
     @staticmethod
     def _keyed(table: dict, obj: dict, deleted: bool) -> None:
         if deleted:
-            table.pop(_key(obj), None)
+            table.pop(object_key(obj), None)
         else:
-            table[_key(obj)] = obj
+            table[object_key(obj)] = obj
 
     def _is_ours(self, pod: dict) -> bool:
         return (pod.get("spec") or {}).get(
@@ -149,7 +145,7 @@ class SchedulerCache:
         self._pod(record.task.pod, deleted=False)
 
     def _pod(self, pod: dict, deleted: bool) -> None:
-        uid = pod["metadata"].get("uid") or "/".join(_key(pod))
+        uid = pod["metadata"].get("uid") or "/".join(object_key(pod))
         if uid in self.evicting:
             if deleted or pod["metadata"].get("deletionTimestamp"):
                 self.evicting.discard(uid)
@@ -228,7 +224,7 @@ class SchedulerCache:
             self.nodes.add_task(name, task)
 
     def _podgroup(self, pg: dict, deleted: bool) -> None:
-        namespace, name = _key(pg)
+        namespace, name = object_key(pg)
         job_id = f"{namespace}/{name}"
         if deleted:
             entry = self.jobs.get(job_id)

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from stromboli.core.api import constants as k
+from stromboli.core.api.keys import key_text
 from stromboli.core.clock import EPOCH, parse_time
 from stromboli.core.simulate.engine import SimulationResult
 from stromboli.core.simulate.lifecycle import PodTimes
@@ -191,11 +192,6 @@ def _items(final: dict, kind: str) -> Iterable[dict]:
     return (o for o in final.get("items") or () if o.get("kind") == kind)
 
 
-def _key(obj: dict) -> str:
-    meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"
-
-
 def pod_group_name(pod: dict) -> str | None:
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
     return annotations.get(k.GROUP_NAME_ANNOTATION) or annotations.get(
@@ -262,7 +258,7 @@ def job_figures(result: SimulationResult, final: dict) -> list[JobFigures]:
         meta = pg.get("metadata") or {}
         spec = pg.get("spec") or {}
         namespace = meta.get("namespace") or "default"
-        key = _key(pg)
+        key = key_text(pg)
         owner = _owner(pg)
         label = f"{namespace}/{owner['name']}" if owner and owner.get("name") else key
         job = JobFigures(
@@ -435,7 +431,7 @@ def _last_failed_scheduling(final: dict) -> dict[str, str]:
 
 def pending_pods(final: dict) -> list[PendingPod]:
     """Pods still waiting for a node at the end, each with why."""
-    groups = {_key(pg): pg for pg in _items(final, "PodGroup")}
+    groups = {key_text(pg): pg for pg in _items(final, "PodGroup")}
     events: dict[str, str] | None = None
     pending: list[PendingPod] = []
     for pod in _items(final, "Pod"):
@@ -459,7 +455,7 @@ def pending_pods(final: dict) -> list[PendingPod]:
         if not reason:
             if events is None:
                 events = _last_failed_scheduling(final)
-            reason = events.get(_key(pod), "")
+            reason = events.get(key_text(pod), "")
         if not reason and pg is not None:
             phase = (pg.get("status") or {}).get("phase") or "Pending"
             if phase == "Pending":

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from stromboli.core.api.keys import Key
 from stromboli.core.clock import SystemClock
 from stromboli.core.cluster.memory import MemoryStore
-from stromboli.core.controller.reconciler import Key, Reconciler
+from stromboli.core.controller.reconciler import Reconciler
 
 CM = ("v1", "ConfigMap")
 

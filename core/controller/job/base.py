@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 from stromboli.core.api import constants as k
 from stromboli.core.api.constants import JobPhase
+from stromboli.core.api.keys import Key
 from stromboli.core.clock import parse_time
 from stromboli.core.controller.job.plugins import JobPlugin
 from stromboli.core.controller.job.policies import Request
 from stromboli.core.controller.job.queue import QueueStates, newer
 from stromboli.core.controller.job.spec import JobSpecError, JobView
 from stromboli.core.controller.metrics import ControllerMetrics
-from stromboli.core.controller.reconciler import Key, Reconciler
+from stromboli.core.controller.reconciler import Reconciler
 
 if TYPE_CHECKING:
     from stromboli.core.controller.job.timers import Delayed, Timer

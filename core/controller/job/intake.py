@@ -13,6 +13,7 @@ from typing import Any
 
 from stromboli.core.api import constants as k
 from stromboli.core.api.constants import Action, Event, JobEventReason
+from stromboli.core.api.keys import object_key
 from stromboli.core.cluster.errors import NotFoundError
 from stromboli.core.controller.job.base import (
     COMMAND,
@@ -32,7 +33,6 @@ from stromboli.core.controller.job.policies import (
 )
 from stromboli.core.controller.job.queue import newer
 from stromboli.core.controller.job.timers import JobTimers
-from stromboli.core.controller.reconciler import object_key
 
 
 class JobIntake(JobTimers):

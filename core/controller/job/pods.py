@@ -12,6 +12,7 @@ from typing import Any
 
 from stromboli.core.api import constants as k
 from stromboli.core.api.constants import Action, JobEventReason
+from stromboli.core.api.keys import object_key
 from stromboli.core.cluster.errors import AlreadyExistsError, ApiError, NotFoundError
 from stromboli.core.controller.job import build
 from stromboli.core.controller.job.base import (
@@ -27,7 +28,6 @@ from stromboli.core.controller.job.policies import (
 )
 from stromboli.core.controller.job.spec import JobView, TaskView
 from stromboli.core.controller.job.status import JobStatus
-from stromboli.core.controller.reconciler import object_key
 
 
 class JobPods(JobIntake):

@@ -15,6 +15,7 @@ from typing import Any
 
 from stromboli.core.api import constants as k
 from stromboli.core.api.constants import Action, Event, JobEventReason, JobPhase, PodPhase
+from stromboli.core.api.keys import object_key
 from stromboli.core.clock import format_time
 from stromboli.core.cluster.writes import put_status
 from stromboli.core.controller.job import build
@@ -37,7 +38,6 @@ from stromboli.core.controller.job.resources import JobResources
 from stromboli.core.controller.job.spec import JobSpecError, JobView, TaskView, parse_job
 from stromboli.core.controller.job.state import retained_phases
 from stromboli.core.controller.job.status import JobStatus, PodCounts, go_duration
-from stromboli.core.controller.reconciler import object_key
 
 
 class JobSync(JobResources):

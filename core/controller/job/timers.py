@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from stromboli.core.api.keys import object_key
 from stromboli.core.clock import parse_time
 from stromboli.core.cluster.errors import NotFoundError
 from stromboli.core.controller.job.base import (
@@ -28,7 +29,6 @@ from stromboli.core.controller.job.policies import (
     cancelled_by,
     supersedes,
 )
-from stromboli.core.controller.reconciler import object_key
 
 
 @dataclass(slots=True)
