@@ -524,8 +524,9 @@ class Live:
         return await eventually(probe, accept, what, timeout, self.stack.logs)
 
     async def cleanup(self) -> None:
-        """Delete the namespace's jobs, then their pods and PodGroups (no garbage collector
-        runs on the test control plane), so that later tests find the nodes and queues free."""
+        """Delete the namespace's jobs, then their pods and PodGroups, so that later tests find
+        the nodes and queues free at once (the garbage collector would get there too, but
+        only some moments later)."""
         await self.log.stop()
         for kind in (JOB, POD, PODGROUP):
             for obj in (await self.store.list(*kind, self.ns)).items:

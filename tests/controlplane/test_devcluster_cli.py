@@ -109,7 +109,7 @@ def test_up_status_second_up_and_down(dev_cluster: DevCluster, tmp_path: Path) -
     state = dev_cluster.state()
     assert state and state["phase"] == "running"
     assert pid_alive(state["pid"])
-    assert set(state["components"]) == {"etcd", "kube-apiserver", "kwok"}
+    assert set(state["components"]) == {"etcd", "kube-apiserver", "kube-controller-manager", "kwok"}
     pids = [pid for pid, _ in recorded_processes(state)]
 
     client = client_from_kubeconfig(kubeconfig, tmp_path)

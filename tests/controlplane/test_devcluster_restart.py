@@ -1,7 +1,7 @@
 """The dev cluster survives its components dying: the daemon starts a SIGKILLed kube-apiserver
-(or kwok) again in place, etcd and what it stores are kept, and ``status`` says
-``restarting`` while that happens and ``running`` after. A component that keeps dying fails
-the cluster instead of being restarted forever (the budget is tested in-process)."""
+(or kwok, or kube-controller-manager) again in place, etcd and what it stores are kept, and
+``status`` says ``restarting`` while that happens and ``running`` after. A component that keeps
+dying fails the cluster instead of being restarted forever (the budget is tested in-process)."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def kill_and_watch(cluster: DevCluster, name: str, timeout: float = 180.0) -> di
     return state
 
 
-def test_killed_apiserver_and_kwok_come_back_with_the_data(
+def test_killed_apiserver_kwok_and_controller_manager_come_back_with_the_data(
     dev_cluster: DevCluster,  # noqa: F811 - the fixture imported above
     tmp_path: Path,
 ) -> None:
@@ -120,10 +120,28 @@ def test_killed_apiserver_and_kwok_come_back_with_the_data(
     finally:
         client.close()
 
+    after_kcm = kill_and_watch(dev_cluster, "kube-controller-manager")
+    assert after_kcm["restarts"] == {"kube-apiserver": 1, "kwok": 1, "kube-controller-manager": 1}
+    client = client_from_kubeconfig(kubeconfig, tmp_path)
+    try:
+        # The new controller manager collects garbage: a dependent goes with its owner.
+        configmaps = "/api/v1/namespaces/default/configmaps"
+        owner = client.post(configmaps, config | {"metadata": {"name": "owner"}})
+        ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner"}
+        ref["uid"] = owner["metadata"]["uid"]
+        client.post(configmaps, config | {"metadata": {"name": "owned", "ownerReferences": [ref]}})
+        client.delete(f"{configmaps}/owner")
+        deadline = time.monotonic() + 60
+        while "owned" in {c["metadata"]["name"] for c in client.get(configmaps)["items"]}:
+            assert time.monotonic() < deadline, "owned not collected after its owner went"
+            time.sleep(0.2)
+    finally:
+        client.close()
+
     report = dev_cluster.run("status")
     assert report.returncode == 0, report.stdout + report.stderr
     assert "nodes:      1 (1 ready)" in report.stdout
-    assert "restarted:  kube-apiserver 1, kwok 1" in report.stdout
+    assert "restarted:  kube-apiserver 1, kube-controller-manager 1, kwok 1" in report.stdout
 
     final = dev_cluster.state()
     down = dev_cluster.run("down")

@@ -82,7 +82,8 @@ async def namespace(store: KubeStore, request: pytest.FixtureRequest) -> AsyncIt
     name = request.node.name.replace("_", "-")[:50].lower()
     await store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     yield name
-    # No controller manager: delete the pods ourselves so the next test has the nodes free.
+    # Delete the pods now (not through the namespace, which goes some moments later) so that
+    # the next test has the nodes free.
     for pod in (await store.list("v1", "Pod", name)).items:
         await store.delete("v1", "Pod", pod["metadata"]["name"], name)
 

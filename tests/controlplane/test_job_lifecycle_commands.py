@@ -177,10 +177,13 @@ async def test_ttl_after_finished_deletes_the_job(live: Live) -> None:
         timeout=15,
     )
     if left is not None:
-        # Foreground deletion: the garbage collector (absent from the test control plane)
-        # would delete the pods, then drop the finalizer.
+        # Foreground deletion: the garbage collector deletes the pods, then drops the
+        # finalizer and the job goes.
         assert left["metadata"]["uid"] == finished_uid
         assert "foregroundDeletion" in left["metadata"].get("finalizers", [])
+        await live.wait(gone_or_going, lambda j: j is None, "job ttl gone", timeout=30)
+    pods = (await live.store.list("v1", "Pod", live.ns)).items
+    assert not [p for p in pods if p["metadata"]["name"].startswith("ttl-")]  # went first
     lifetime = live.log.of("ttl")
     assert lifetime[:3] == ["Pending", "Running", "Completed"], lifetime
 

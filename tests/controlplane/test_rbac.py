@@ -646,7 +646,8 @@ def gone(client: KubeHTTP, path: str) -> bool:
         if err.status == 404:
             return True
         raise
-    return bool(obj["metadata"].get("deletionTimestamp"))  # no garbage collector runs here
+    # Or on its way: a foreground deletion waits for the garbage collector.
+    return bool(obj["metadata"].get("deletionTimestamp"))
 
 
 def test_scheduler_and_controller_run_a_plugged_vcjob_under_their_identities(
