@@ -1,5 +1,5 @@
 """Prometheus metrics of the scheduler, under Volcano's names, types, labels and buckets
-(reference §7), plus our own ``stromboli_*`` ones.
+(``volcano_*``, as vc-scheduler exports them), plus our own ``stromboli_*`` ones.
 
 Everything is recorded once per cycle from its ``CycleStats`` and the finished session, never
 on the decision's hot paths: a cycle that places thousands of pods costs a walk over its jobs

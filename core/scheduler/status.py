@@ -1,5 +1,7 @@
 """What a finished session means for stored objects: PodGroup status, pod conditions, queue
-``status.allocated`` and events (reference §3.3 "CloseSession" and §3.8)."""
+``status.allocated`` and events, as Volcano's scheduler writes them when it closes a session
+(a PodGroup only when its status changed; a ``PodScheduled=False`` condition on each pod left
+unbound)."""
 
 from __future__ import annotations
 
@@ -167,7 +169,8 @@ def collect(ssn: Session, now: str) -> StatusChanges:
                 EventRecord(object_ref(job.podgroup), "Warning", "Unschedulable", message)
             )
         base = job.invalid[1] if job.invalid is not None else gang_message or ALL_NODES_UNAVAILABLE
-        # Every pod left unbound says why, whatever its group's phase (reference §3.8).
+        # Every pod left unbound says why, whatever its group's phase, as Volcano's scheduler
+        # marks each pending pod it could not place.
         for task in job.tasks_with(
             TaskStatus.ALLOCATED | TaskStatus.PENDING | TaskStatus.PIPELINED
         ):

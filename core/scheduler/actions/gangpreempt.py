@@ -1,5 +1,5 @@
-"""gangpreempt: a starving gang evicts whole bundles of lower-priority jobs of its queue
-(reference §3.4).
+"""gangpreempt: a starving gang evicts whole bundles of lower-priority jobs of its queue, as
+Volcano's ``gangpreempt`` action does.
 
 For every admitted, valid, starving job (jobs with network-topology constraints left out),
 queue by queue in queue order and within a queue in job order, the candidate victims are the

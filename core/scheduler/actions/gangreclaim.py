@@ -1,5 +1,5 @@
 """gangreclaim: a starving gang of a queue below its share takes whole bundles back from other
-queues (reference §3.4).
+queues, as Volcano's ``gangreclaim`` action does.
 
 Queues holding starving jobs are visited in queue order, skipping a queue that is overused
 (``ssn.overused``); its starving jobs go in job order, and the queue is checked again before

@@ -1,4 +1,4 @@
-"""preempt: a starving job evicts lower-priority work of its own queue (reference §3.4).
+"""preempt: a starving job evicts lower-priority work of its own queue, as Volcano's does.
 
 For every admitted, valid, starving job (``jobStarving``; jobs with network-topology
 constraints are left out), queue by queue in queue order:

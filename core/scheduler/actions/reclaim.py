@@ -1,4 +1,4 @@
-"""reclaim: a queue below its share takes resources back from other queues (reference §3.4).
+"""reclaim: a queue below its share takes resources back from other queues, as Volcano's does.
 
 Queues holding admitted, valid jobs are visited in queue order, one starving job per visit
 (jobs in job order), skipping a queue as soon as it is overused. Each pending, ungated task of

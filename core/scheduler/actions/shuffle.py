@@ -1,4 +1,4 @@
-"""shuffle: evict the running pods that plugins nominate (reference §3.4).
+"""shuffle: evict the running pods that plugins nominate, as Volcano's ``shuffle`` action does.
 
 Every Running task of the session is offered to the ``victimTasks`` plugins
 (``ssn.victim_tasks``: ``rescheduling``, ``tdm``; ``pdb`` vetoes); each task they return is

@@ -147,7 +147,7 @@ class JobInfo:
         wanted = members(mask)
         return sum(len(bucket) for status, bucket in self.by_status.items() if status in wanted)
 
-    # -- gang counters (Volcano's rules, reference §3.3) ----------------------------------------
+    # -- gang counters, as Volcano's job info counts them against minAvailable ------------------
 
     def ready_task_num(self) -> int:
         return self.count(READY_STATUS)
@@ -195,7 +195,8 @@ class JobInfo:
             return True
         counts = self._per_role(mask)
         if pending_best_effort:
-            # Best-effort pods count toward gang readiness while Pending (reference §11).
+            # Best-effort pods count toward gang readiness while still Pending, as in Volcano:
+            # allocate skips them and backfill places them later, so they never hold a gang back.
             for t in (self.by_status.get(TaskStatus.PENDING) or {}).values():
                 if t.best_effort:
                     counts[t.role] = counts.get(t.role, 0) + 1

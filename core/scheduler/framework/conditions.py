@@ -1,4 +1,10 @@
-"""PodGroup status as the scheduler computes it at session close (reference §1.3)."""
+"""PodGroup status as Volcano's scheduler computes it at session close.
+
+A group with at least ``minMember`` pods that hold a node (running, bound, finished, or
+terminating where they run) is Running, or Completed once all of those have finished; short of
+that it keeps Inqueue if admitted, else goes Pending. Running pods in a group this session found
+unschedulable make it Unknown.
+"""
 
 from __future__ import annotations
 

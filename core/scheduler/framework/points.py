@@ -3,8 +3,8 @@
 Every point here is dispatched by the session (``Session.<point>`` or ``Session.node_scores``
 for the two score points); ``Session.register`` refuses any other name, so a misspelt point is
 an error at session open instead of a callback that is silently never called. The names are
-Volcano's, in snake case (reference §3.3, §3.7); a point's YAML switch is in
-``framework/options.py``.
+those of Volcano's scheduler framework in snake case (``jobOrder`` is ``job_order``); a point's
+YAML switch is in ``framework/options.py``.
 
 Volcano has a few more points that no Stromboli plugin registers and no Stromboli action would
 call yet: ``targetJob`` and ``reservedNodes`` (of the elect/reserve actions Volcano dropped),

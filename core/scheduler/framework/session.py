@@ -1,8 +1,8 @@
 """One scheduling cycle: plugins' callbacks, their combination rules, and session state.
 
-The combination rules are Volcano's (reference §3.3): order functions take the first non-zero
-verdict across tiers; predicates must all pass; scores add up; ``jobPipelined`` and
-``jobEnqueueable`` vote Permit/Abstain/Reject; ``jobStarving`` is decided by the first tier
+The combination rules are those of Volcano's scheduler framework: order functions take the
+first non-zero verdict across tiers; predicates must all pass; scores add up; ``jobPipelined``
+and ``jobEnqueueable`` vote Permit/Abstain/Reject; ``jobStarving`` is decided by the first tier
 that has an opinion. The session itself does no I/O: what it decides (bindings, evictions,
 status changes, events) is collected and written by the caller.
 """
@@ -427,9 +427,9 @@ class Session:
         candidates: list[TaskInfo],
         without: frozenset[str] = frozenset(),
     ) -> list[TaskInfo]:
-        """Volcano's victim combination (reference §3.3): within a tier the plugins that vote
-        intersect their answers and one empty answer leaves the tier with none; the first tier
-        left with victims decides; abstaining plugins are skipped.
+        """Volcano's victim combination: within a tier the plugins that vote intersect their
+        answers and one empty answer leaves the tier with none; the first tier left with victims
+        decides; abstaining plugins are skipped.
 
         An intersection that comes out empty also ends its tier with none. (Volcano's loop
         reads such an empty intersection as "nobody voted yet" and lets the next plugin of the
@@ -486,9 +486,9 @@ class Session:
         """Tasks the plugins want evicted (the ``shuffle`` action's victims).
 
         Nominations are united within a tier and the first tier that nominates anything
-        decides (reference §3.3). Callbacks registered wrapped in :class:`VictimFilter` do not
-        nominate: they may only remove nominated tasks (``pdb`` keeps disruption budgets), in
-        every tier, after the nominations are known.
+        decides, as in Volcano's framework. Callbacks registered wrapped in
+        :class:`VictimFilter` do not nominate: they may only remove nominated tasks (``pdb``
+        keeps disruption budgets), in every tier, after the nominations are known.
         """
         nominated: dict[str, TaskInfo] = {}
         filters: list[VictimFilter] = []

@@ -1,8 +1,9 @@
 """gang: all-or-nothing placement of a PodGroup's ``minMember`` pods.
 
-Validity, readiness and pipelining follow the job counters of reference §3.3; on session close
-each job's PodGroup gets a ``Scheduled`` or ``Unschedulable`` condition with Volcano's reasons
-and messages.
+Validity, readiness and pipelining follow Volcano's job counters (``JobInfo.valid_task_num``,
+``is_ready``, ``is_pipelined``: pods placeable, placed, or placed plus pipelined, each against
+``minAvailable``); on session close each job's PodGroup gets a ``Scheduled`` or
+``Unschedulable`` condition with Volcano's reasons and messages.
 """
 
 from __future__ import annotations
@@ -77,7 +78,8 @@ class GangPlugin(Plugin):
 
     @staticmethod
     def job_starving(job: JobInfo) -> bool:
-        # Only the job minimum matters for preemption, not the per-role ones (reference §3.5).
+        # Only the job minimum matters for preemption, not the per-role ones: Volcano's gang
+        # plugin calls a job starving on its minAvailable alone.
         return job.is_starving()
 
     @staticmethod

@@ -1,4 +1,4 @@
-"""What the gang-aware evicting actions (``gangpreempt``, ``gangreclaim``) share (reference §3.4).
+"""What the gang-aware evicting actions (``gangpreempt``, ``gangreclaim``) share, as Volcano's do.
 
 The task-level actions (``preempt``, ``reclaim``) pick victims pod by pod and node by node, and
 can only protect a victim gang by refusing pods at its minimum. These actions reason about whole
