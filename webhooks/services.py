@@ -1,5 +1,6 @@
-"""Volcano's admission services (reference §6): one per path, each a rule from
-:mod:`stromboli.core.admission` bound to the resource and operations it admits.
+"""Volcano's admission services, under its paths and webhook names (``/jobs/validate``,
+``validatejob.volcano.sh``, ...): one per path, each a rule from :mod:`stromboli.core.admission`
+bound to the resource and operations it admits.
 
 A service turns an :class:`~stromboli.webhooks.review.AdmissionRequest` into a
 :class:`~stromboli.webhooks.review.Verdict`: mutating services answer with the JSON patch from

@@ -1,4 +1,5 @@
-"""Volcano's validating admission rule for CronJobs (reference §6, "CronJob CREATE/UPDATE").
+"""Volcano's validating admission rule for CronJobs (its ``/cronjobs/validate`` webhook, on
+create and update).
 
 The schedule must be one Kubernetes accepts and that fires (:func:`schedule_problem`, which
 the CronJob controller applies too), the time zone one the zone database knows, and the name

@@ -1,5 +1,5 @@
-"""Volcano's validating admission rule for HyperNodes (reference §6, "HyperNode CREATE/UPDATE"),
-plus a refusal of member cycles.
+"""Volcano's validating admission rule for HyperNodes (its ``/hypernodes/validate`` webhook, on
+create and update), plus a refusal of member cycles.
 
 A HyperNode needs members; a ``regexMatch`` pattern must compile. Beyond Volcano: a member of
 type HyperNode named by ``exactMatch`` may not lead back to the HyperNode itself through the

@@ -1,4 +1,5 @@
-"""Volcano's validating admission rules for vcjobs (reference §6, "Validating rules — Job").
+"""Volcano's validating admission rules for vcjobs (its ``/jobs/validate`` webhook, on create
+and update).
 
 ``validate_job_create`` and ``validate_job_update`` return the reasons to refuse, in Volcano's
 words; an empty list admits the job. Volcano's webhook sends them as one message (joined by

@@ -1,4 +1,5 @@
-"""Volcano's validating admission rule for JobFlows (reference §6, "JobFlow CREATE/UPDATE").
+"""Volcano's validating admission rule for JobFlows (its ``/jobflows/validate`` webhook, on
+create and update).
 
 The flows' ``dependsOn.targets`` must name flows of the same JobFlow and form a directed
 acyclic graph; a cycle is refused naming the flows in it, since those flows could never start.

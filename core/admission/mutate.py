@@ -1,4 +1,5 @@
-"""Volcano's mutating admission rules as plain functions (reference §6, "Mutating rules").
+"""Volcano's mutating admission rules as plain functions: the defaults its ``mutate`` webhooks
+fill in on create (queue, PodGroup, vcjob).
 
 The admission webhook serves these, and the simulator applies them to its input, so an object
 is defaulted the same way wherever it enters. Each function returns a new object and leaves

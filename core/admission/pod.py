@@ -1,4 +1,4 @@
-"""Volcano's validating admission rule for pods (reference §6, "Pod CREATE").
+"""Volcano's validating admission rule for pods (its ``/pods/validate`` webhook, on create).
 
 Only pods for one of our schedulers are checked: their disruption-budget annotations
 ``volcano.sh/jdb-min-available`` and ``volcano.sh/jdb-max-unavailable`` must each be a positive

@@ -1,4 +1,5 @@
-"""Volcano's validating admission rule for PodGroups (reference §6, "PodGroup CREATE").
+"""Volcano's validating admission rule for PodGroups (its ``/podgroups/validate`` webhook, on
+create).
 
 A PodGroup may only be created in an existing, open queue (a PodGroup naming no queue is left
 to the CRD default), and a network topology may limit the tier by number or by name, not both.

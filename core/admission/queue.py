@@ -1,5 +1,5 @@
-"""Volcano's validating admission rules for queues (reference §6, "Queue CREATE/UPDATE" and
-"Queue DELETE").
+"""Volcano's validating admission rules for queues (its ``/queues/validate`` webhook, on create,
+update and delete).
 
 ``validate_queue`` (create and update) and ``validate_queue_delete`` return the reasons to refuse,
 in Volcano's words; empty admits. ``queues`` is every queue of the cluster by name (on update it
