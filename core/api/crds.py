@@ -4,7 +4,8 @@ pydantic's JSON Schema is turned into a *structural* OpenAPI v3 schema, as
 ``apiextensions.k8s.io/v1`` requires: ``$ref`` inlined, ``Optional`` collapsed to its
 non-null branch, every node typed, quantities as int-or-string, embedded Kubernetes objects
 as preserved unknown fields. Names, scope, short names, printer columns and the status
-subresource come from the registry table (reference §1.1), not from any copied YAML.
+subresource come from the registry table (``core.api.registry``, which lists them as Volcano's
+own CRDs declare them), not from any copied YAML.
 """
 
 from __future__ import annotations

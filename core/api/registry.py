@@ -69,7 +69,8 @@ _NS, _CLUSTER = True, False
 _STATUS, _NO_STATUS = True, False
 
 KINDS: tuple[KindInfo, ...] = (
-    # Volcano (reference §1.1).
+    # Volcano's kinds, as its CRDs declare them: PodGroup alone has no status subresource
+    # (Volcano's scheduler rewrites the whole object).
     _k(c.SCHEDULING_V1BETA1, "Queue", "queues", _CLUSTER, _STATUS, "q", "queue-v1beta1"),
     _k(
         c.SCHEDULING_V1BETA1,

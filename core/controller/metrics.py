@@ -1,4 +1,5 @@
-"""Prometheus metrics of the controller manager, under Volcano's names (reference §7).
+"""Prometheus metrics of the controller manager, under the ``volcano_*`` names that Volcano's
+vc-controller-manager exports.
 
 Each controller takes an optional ``ControllerMetrics`` and records on its event paths with
 these small helpers, so a controller without metrics pays one ``None`` check."""

@@ -1,4 +1,4 @@
-"""The PodGroup controller's enrolment of plain pods (reference §5: pg-controller).
+"""The PodGroup controller's enrolment of plain pods, as Volcano's pg-controller does it.
 
 A pod for one of our schedulers that names no PodGroup gets a one-member group of its own,
 ``podgroup-<controller owner uid>`` (or ``podgroup-<pod uid>`` without an owner), and the

@@ -1,6 +1,6 @@
 """What a native ``spark-submit --master k8s://...`` needs to run under Stromboli.
 
-Two ways in (reference ``integrations.md`` §4b, §4c, §11.5):
+Two ways in, with Spark's own Volcano support or without it:
 
 * ``volcano-feature-step``: Spark's own ``VolcanoFeatureStep`` (Spark >= 3.3 built with
   ``-Pvolcano``; the PyPI ``pyspark`` jars have it) creates the PodGroup

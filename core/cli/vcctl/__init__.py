@@ -1,5 +1,6 @@
 """vcctl's commands as ``stromboli`` sub-commands: ``job``, ``queue``, ``jobflow`` and
-``jobtemplate``, with vcctl's flags, defaults and tables (reference §8).
+``jobtemplate``, with the flags (short forms included), defaults and table columns of
+Volcano's own ``vcctl``.
 
 The commands reach the cluster through a :class:`~stromboli.core.cluster.store.ClusterStore`;
 see :class:`~stromboli.core.cli.vcctl.common.VcctlContext` to hand them one.
