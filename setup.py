@@ -19,4 +19,5 @@ for folder in FOLDERS:
 setup(
     packages=packages,
     package_dir={"": "src"},
+    package_data={"stromboli": ["py.typed"]},
 )

@@ -8,6 +8,7 @@ write. Enums are ``StrEnum`` so their members compare equal to the raw strings f
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Final
 
 # --- API groups and versions -----------------------------------------------------------------
 
@@ -18,23 +19,25 @@ FLOW_GROUP = "flow.volcano.sh"
 TOPOLOGY_GROUP = "topology.volcano.sh"
 NODEINFO_GROUP = "nodeinfo.volcano.sh"
 
-SCHEDULING_V1BETA1 = f"{SCHEDULING_GROUP}/v1beta1"
-BATCH_V1ALPHA1 = f"{BATCH_GROUP}/v1alpha1"
-BUS_V1ALPHA1 = f"{BUS_GROUP}/v1alpha1"
-FLOW_V1ALPHA1 = f"{FLOW_GROUP}/v1alpha1"
-TOPOLOGY_V1ALPHA1 = f"{TOPOLOGY_GROUP}/v1alpha1"
-NODEINFO_V1ALPHA1 = f"{NODEINFO_GROUP}/v1alpha1"
+# Spelled out (not built from the groups) and Final, so that type checkers see each as the
+# literal the models' ``apiVersion`` fields require.
+SCHEDULING_V1BETA1: Final = "scheduling.volcano.sh/v1beta1"
+BATCH_V1ALPHA1: Final = "batch.volcano.sh/v1alpha1"
+BUS_V1ALPHA1: Final = "bus.volcano.sh/v1alpha1"
+FLOW_V1ALPHA1: Final = "flow.volcano.sh/v1alpha1"
+TOPOLOGY_V1ALPHA1: Final = "topology.volcano.sh/v1alpha1"
+NODEINFO_V1ALPHA1: Final = "nodeinfo.volcano.sh/v1alpha1"
 
-CORE_V1 = "v1"
-APPS_V1 = "apps/v1"
-K8S_BATCH_V1 = "batch/v1"
-POLICY_V1 = "policy/v1"
-K8S_SCHEDULING_V1 = "scheduling.k8s.io/v1"
-EVENTS_V1 = "events.k8s.io/v1"
-COORDINATION_V1 = "coordination.k8s.io/v1"
-NETWORKING_V1 = "networking.k8s.io/v1"
-STORAGE_V1 = "storage.k8s.io/v1"
-APIEXTENSIONS_V1 = "apiextensions.k8s.io/v1"
+CORE_V1: Final = "v1"
+APPS_V1: Final = "apps/v1"
+K8S_BATCH_V1: Final = "batch/v1"
+POLICY_V1: Final = "policy/v1"
+K8S_SCHEDULING_V1: Final = "scheduling.k8s.io/v1"
+EVENTS_V1: Final = "events.k8s.io/v1"
+COORDINATION_V1: Final = "coordination.k8s.io/v1"
+NETWORKING_V1: Final = "networking.k8s.io/v1"
+STORAGE_V1: Final = "storage.k8s.io/v1"
+APIEXTENSIONS_V1: Final = "apiextensions.k8s.io/v1"
 
 # --- Built-in names and defaults -------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import (
     AfterValidator,
@@ -122,12 +122,18 @@ def _name_type(pattern: re.Pattern[str], limit: int, what: str, allow_empty: boo
     ]
 
 
-DNSLabel = _name_type(_LABEL_RE, 63, "label", allow_empty=False)
-DNSSubdomain = _name_type(_SUBDOMAIN_RE, 253, "subdomain", allow_empty=False)
-OptionalDNSLabel = _name_type(_LABEL_RE, 63, "label", allow_empty=True)
-"""A label where ``""`` means unset (defaulted later by a webhook or controller)."""
-OptionalDNSSubdomain = _name_type(_SUBDOMAIN_RE, 253, "subdomain", allow_empty=True)
-"""A subdomain where ``""`` means unset (defaulted later by a webhook or controller)."""
+if TYPE_CHECKING:  # to a type checker these are strings; pydantic sees the checks
+    DNSLabel = str
+    DNSSubdomain = str
+    OptionalDNSLabel = str
+    OptionalDNSSubdomain = str
+else:
+    DNSLabel = _name_type(_LABEL_RE, 63, "label", allow_empty=False)
+    DNSSubdomain = _name_type(_SUBDOMAIN_RE, 253, "subdomain", allow_empty=False)
+    #: A label where ``""`` means unset (defaulted later by a webhook or controller).
+    OptionalDNSLabel = _name_type(_LABEL_RE, 63, "label", allow_empty=True)
+    #: A subdomain where ``""`` means unset (defaulted later by a webhook or controller).
+    OptionalDNSSubdomain = _name_type(_SUBDOMAIN_RE, 253, "subdomain", allow_empty=True)
 
 
 # --- Quantities and free-form objects ------------------------------------------------------------
