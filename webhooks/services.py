@@ -19,10 +19,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from stromboli.core.api import constants as k
-from stromboli.core.cluster.store import Obj
-from stromboli.webhooks.jsonpatch import json_diff
-from stromboli.webhooks.review import AdmissionRequest, Verdict
 from stromboli.core.admission.job import admission_message, validate_job_create, validate_job_update
 from stromboli.core.admission.mutate import mutate_job, mutate_podgroup, mutate_queue
 from stromboli.core.admission.pod import validate_pod_create
@@ -32,6 +28,10 @@ from stromboli.core.admission.queue import (
     validate_queue,
     validate_queue_delete,
 )
+from stromboli.core.api import constants as k
+from stromboli.core.cluster.store import Obj
+from stromboli.webhooks.jsonpatch import json_diff
+from stromboli.webhooks.review import AdmissionRequest, Verdict
 
 CREATE: Final = "CREATE"
 UPDATE: Final = "UPDATE"
