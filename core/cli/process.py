@@ -7,8 +7,24 @@ import asyncio
 import logging
 import signal
 import sys
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import click
+
+if TYPE_CHECKING:
+    from stromboli.core.cluster.kube import KubeStore
+    from stromboli.core.cluster.store import ClusterStore
+
+CommandFunction = Callable[..., Any]
+
+
+class Server(Protocol):
+    """What :func:`serve` runs: the scheduler's or the controller's server."""
+
+    def stop(self) -> None: ...
+
+    async def run(self) -> None: ...
 
 
 def go_bool(value: str | bool) -> bool:
@@ -22,7 +38,7 @@ def go_bool(value: str | bool) -> bool:
     raise click.BadParameter(f"{value!r} is not true or false")
 
 
-def kube_options(command):  # type: ignore[no-untyped-def]
+def kube_options(command: CommandFunction) -> CommandFunction:
     """Connection flags shared by the long-running commands."""
     for option in reversed(
         [
@@ -67,7 +83,10 @@ def setup_logging(verbosity: int) -> None:
     )
 
 
-async def serve(store_factory, make_server) -> None:  # type: ignore[no-untyped-def]
+async def serve(
+    store_factory: Callable[[], Awaitable[ClusterStore]],
+    make_server: Callable[[ClusterStore], Server],
+) -> None:
     """Run ``make_server(store)`` until SIGTERM/SIGINT, then close the store."""
     store = await store_factory()
     server = make_server(store)
@@ -80,8 +99,10 @@ async def serve(store_factory, make_server) -> None:  # type: ignore[no-untyped-
         await store.close()
 
 
-def kube_store_factory(kubeconfig: str | None, master: str | None, qps: float, burst: int):  # type: ignore[no-untyped-def]
-    async def make():  # type: ignore[no-untyped-def]
+def kube_store_factory(
+    kubeconfig: str | None, master: str | None, qps: float, burst: int
+) -> Callable[[], Awaitable[KubeStore]]:
+    async def make() -> KubeStore:
         from stromboli.core.cluster.kube import KubeConfig, KubeStore
 
         config = KubeConfig.load(kubeconfig)
@@ -92,7 +113,7 @@ def kube_store_factory(kubeconfig: str | None, master: str | None, qps: float, b
     return make
 
 
-def leader_options(command):  # type: ignore[no-untyped-def]
+def leader_options(command: CommandFunction) -> CommandFunction:
     """``--healthz-address``, ``--leader-elect`` and ``--lock-object-namespace``."""
     for option in reversed(
         [

@@ -34,6 +34,8 @@ CLI_QPS = 50.0
 CLI_BURST = 100
 
 StoreFactory = Callable[[str | None, str | None], ClusterStore]
+CommandDecorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+"""What the option factories return: ``click.option(...)`` applied to a command function."""
 
 
 class VcctlError(Exception):

@@ -6,7 +6,7 @@ created from) and ``describe`` (YAML or JSON); JobFlows list with their phase an
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +14,7 @@ import click
 
 from stromboli.core.api import constants as k
 from stromboli.core.cli.vcctl.common import (
+    CommandDecorator,
     VcctlError,
     age,
     by_namespace_and_name,
@@ -48,7 +49,7 @@ JOBFLOW = FlowKind("JobFlow", "jobflow", with_phase=True)
 JOBTEMPLATE = FlowKind("JobTemplate", "job template", with_phase=False)
 
 
-def format_flows(kind: FlowKind, objects: list[Mapping[str, Any]]) -> str:
+def format_flows(kind: FlowKind, objects: Sequence[Mapping[str, Any]]) -> str:
     """``Name Namespace [Phase Age]`` columns, each as wide as its content plus 4."""
     if kind.with_phase:
         rows: list[tuple[str, ...]] = [("Name", "Namespace", "Phase", "Age")]
@@ -166,21 +167,21 @@ def _describe(
 # --- the two groups ------------------------------------------------------------------------------
 
 
-def _file_option(noun: str):  # type: ignore[no-untyped-def]
+def _file_option(noun: str) -> CommandDecorator:
     return click.option("-f", "--file", default="", help=f"YAML file holding the {noun}(s).")
 
 
-def _name_option(noun: str):  # type: ignore[no-untyped-def]
+def _name_option(noun: str) -> CommandDecorator:
     return click.option("-N", "--name", default="", help=f"Name of the {noun}.")
 
 
-def _namespace_option(noun: str):  # type: ignore[no-untyped-def]
+def _namespace_option(noun: str) -> CommandDecorator:
     return click.option(
         "-n", "--namespace", default="default", show_default=True, help=f"Namespace of the {noun}."
     )
 
 
-def _format_option(command):  # type: ignore[no-untyped-def]
+def _format_option(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "-o",
         "--format",

@@ -8,7 +8,7 @@ for the job controller to carry out.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import click
@@ -16,6 +16,7 @@ import click
 from stromboli.core.api import constants as k
 from stromboli.core.api.quantity import QuantityError, parse_quantity
 from stromboli.core.cli.vcctl.common import (
+    CommandDecorator,
     VcctlError,
     age,
     by_namespace_and_name,
@@ -59,11 +60,11 @@ def job() -> None:
     """Run, list, view, suspend, resume and delete vcjobs (vcctl job)."""
 
 
-def namespace_option(help_text: str = "Namespace of the job."):  # type: ignore[no-untyped-def]
+def namespace_option(help_text: str = "Namespace of the job.") -> CommandDecorator:
     return click.option("-n", "--namespace", default="default", show_default=True, help=help_text)
 
 
-def name_option(command):  # type: ignore[no-untyped-def]
+def name_option(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("-N", "--name", default="", help="Name of the job.")(command)
 
 
@@ -432,7 +433,7 @@ async def issue_job_command(store: ClusterStore, namespace: str, name: str, acti
     return await store.create(command_for(target, action, namespace))
 
 
-def _job_command(action: str, verb: str):  # type: ignore[no-untyped-def]
+def _job_command(action: str, verb: str) -> Callable[[str, str, str, str], None]:
     def command(master: str, kubeconfig: str, namespace: str, name: str) -> None:
         if not name:
             raise VcctlError(f"job name is mandatory to {verb} a particular job")

@@ -8,13 +8,14 @@ status does not carry the counts). ``operate -a open|close`` creates an ``OpenQu
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import click
 
 from stromboli.core.api import constants as k
 from stromboli.core.cli.vcctl.common import (
+    CommandDecorator,
     VcctlError,
     checked,
     connection_options,
@@ -49,7 +50,7 @@ def queue() -> None:
     """Create, list, inspect, open, close and delete queues (vcctl queue)."""
 
 
-def name_option(default: str = ""):  # type: ignore[no-untyped-def]
+def name_option(default: str = "") -> CommandDecorator:
     return click.option(
         "-n", "--name", default=default, show_default=bool(default), help="Name of the queue."
     )
@@ -65,7 +66,7 @@ def podgroup_counts(podgroups: list[dict]) -> dict[str, Counter[str]]:
     return counts
 
 
-def format_queues(queues: list[Mapping[str, Any]], counts: Mapping[str, Counter[str]]) -> str:
+def format_queues(queues: Sequence[Mapping[str, Any]], counts: Mapping[str, Counter[str]]) -> str:
     """vcctl's queue table: a 25-wide name column, then 8-wide columns."""
 
     def line(cells: list[Any]) -> str:
