@@ -238,7 +238,11 @@ class ControlPlane:
         self.log_dir = self.run_dir / "logs"
         self.pki_dir = self.run_dir / "pki"
         self.initial_nodes = nodes
-        self.node_defaults = {"cpu": str(node_cpu), "memory": node_memory, "pods": node_pods}
+        self.node_defaults: dict[str, str | int] = {
+            "cpu": str(node_cpu),
+            "memory": node_memory,
+            "pods": node_pods,
+        }
         self.want_scheduler = start_scheduler
         self.want_controller_manager = start_controller_manager
         self.controller_manager_args = list(controller_manager_args)
