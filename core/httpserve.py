@@ -31,8 +31,8 @@ class Endpoint:
         await self.runner.setup()
         site = web.TCPSite(self.runner, host, port)
         await site.start()
-        sockets = site._server.sockets if site._server else ()  # type: ignore[union-attr]
-        self.port = sockets[0].getsockname()[1] if sockets else port
+        addresses = self.runner.addresses  # the socket names of this runner's one site
+        self.port = addresses[0][1] if addresses else port
 
     async def stop(self) -> None:
         if self.runner is not None:

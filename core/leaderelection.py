@@ -11,7 +11,7 @@ import asyncio
 import logging
 import os
 import socket
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from stromboli.core.clock import Clock, format_micro_time, parse_time
 from stromboli.core.cluster.errors import AlreadyExistsError, ApiError, ConflictError, NotFoundError
@@ -102,7 +102,7 @@ class LeaderElector:
         self._renewed_at = self.clock.monotonic()
         return True
 
-    def _expired(self, spec: dict, now) -> bool:  # type: ignore[no-untyped-def]
+    def _expired(self, spec: dict, now: datetime) -> bool:
         renewed = spec.get("renewTime")
         if not renewed:
             return True

@@ -79,21 +79,21 @@ class ApiError(Exception):
         return ApiError(code, reason or "Unknown", message, details)
 
 
-class _Typed(ApiError):
+class TypedApiError(ApiError):
     """An error whose code and reason are fixed by its class; only the message varies."""
 
     def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
         super().__init__(None, None, message, details)
 
 
-class BadRequestError(_Typed):
+class BadRequestError(TypedApiError):
     """400: the request itself is malformed (an unparsable selector, an unknown patch type)."""
 
     default_code = 400
     default_reason = "BadRequest"
 
 
-class NotFoundError(_Typed):
+class NotFoundError(TypedApiError):
     """404: no such object (or no such resource type)."""
 
     default_code = 404
@@ -104,7 +104,7 @@ class NotFoundError(_Typed):
         return cls(f'{resource} "{name}" not found', details={"name": name, "kind": resource})
 
 
-class AlreadyExistsError(_Typed):
+class AlreadyExistsError(TypedApiError):
     """409 AlreadyExists: a create for a name that is taken."""
 
     default_code = 409
@@ -115,7 +115,7 @@ class AlreadyExistsError(_Typed):
         return cls(f'{resource} "{name}" already exists', details={"name": name, "kind": resource})
 
 
-class ConflictError(_Typed):
+class ConflictError(TypedApiError):
     """409 Conflict: the write lost an optimistic-concurrency race or broke a precondition.
 
     Re-read the object and retry; that is what the message tells the user too.
@@ -136,7 +136,7 @@ class ConflictError(_Typed):
         )
 
 
-class InvalidError(_Typed):
+class InvalidError(TypedApiError):
     """422 Invalid: the object fails validation; ``causes`` lists the fields at fault."""
 
     default_code = 422
@@ -150,35 +150,35 @@ class InvalidError(_Typed):
         )
 
 
-class GoneError(_Typed):
+class GoneError(TypedApiError):
     """410 Expired: a watch asked for history older than what is retained; re-list, then watch."""
 
     default_code = 410
     default_reason = "Expired"
 
 
-class TooManyRequestsError(_Typed):
+class TooManyRequestsError(TypedApiError):
     """429: the request may succeed later (an eviction blocked by a PodDisruptionBudget)."""
 
     default_code = 429
     default_reason = "TooManyRequests"
 
 
-class UnsupportedMediaTypeError(_Typed):
+class UnsupportedMediaTypeError(TypedApiError):
     """415: a patch type this backend does not accept."""
 
     default_code = 415
     default_reason = "UnsupportedMediaType"
 
 
-class InternalError(_Typed):
+class InternalError(TypedApiError):
     """500: the server could not handle a request it understood."""
 
     default_code = 500
     default_reason = "InternalError"
 
 
-_BY_REASON: dict[tuple[int, str], type[_Typed]] = {
+_BY_REASON: dict[tuple[int, str], type[TypedApiError]] = {
     (400, "BadRequest"): BadRequestError,
     (404, "NotFound"): NotFoundError,
     (409, "AlreadyExists"): AlreadyExistsError,

@@ -21,6 +21,7 @@ controllers and kubelets, not to the store.
 
 from __future__ import annotations
 
+import builtins
 import weakref
 from typing import Any, Final, Literal
 
@@ -142,12 +143,12 @@ class KubeStore(ClusterStore):
 
     async def _list_pages(
         self, r: Resource, namespace: str | None, params: dict[str, str], limit: int
-    ) -> tuple[list[Obj], str]:
+    ) -> tuple[builtins.list[Obj], str]:  # ``list`` is the method in this class
         path = r.collection(namespace if r.namespaced else None)
         page = dict(params)
         if limit:
             page["limit"] = str(limit)
-        items: list[Obj] = []
+        items: builtins.list[Obj] = []
         version = ""
         while True:
             answer = await self.transport.request("GET", path, params=page)

@@ -33,6 +33,7 @@ from stromboli.core.cluster.errors import (
     InvalidError,
     NotFoundError,
     TooManyRequestsError,
+    TypedApiError,
     UnsupportedMediaTypeError,
 )
 from stromboli.core.cluster.kubeconfig import KubeConfig
@@ -61,7 +62,7 @@ class UnreachableError(ApiError):
         super().__init__(None, None, message)
 
 
-_BY_CODE: Final[dict[int, type[ApiError]]] = {
+_BY_CODE: Final[dict[int, type[TypedApiError]]] = {
     400: BadRequestError,
     404: NotFoundError,
     409: ConflictError,
@@ -83,7 +84,7 @@ def error_from_status(status: Mapping[str, Any], http_code: int | None = None) -
     if type(error) is ApiError:
         cls = _BY_CODE.get(error.code)
         if cls is not None and cls is not AlreadyExistsError:
-            return cls(error.message or error.reason, details=error.details)  # type: ignore[call-arg]
+            return cls(error.message or error.reason, details=error.details)
     return error
 
 

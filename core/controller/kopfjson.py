@@ -29,9 +29,8 @@ def install() -> None:
     if getattr(api, _INSTALLED, False):
         return
     shim = types.ModuleType("json")
-    shim.__dict__.update(json.__dict__)
-    shim.loads = jsondecode.loads  # type: ignore[attr-defined]
-    api.json = shim  # type: ignore[attr-defined]
+    shim.__dict__.update(json.__dict__, loads=jsondecode.loads)
+    api.json = shim
 
     async def get(
         url: str,
@@ -54,5 +53,5 @@ def install() -> None:
         async with response:
             return jsondecode.loads(await response.read())
 
-    api.get = get  # type: ignore[assignment]
+    api.get = get
     setattr(api, _INSTALLED, True)

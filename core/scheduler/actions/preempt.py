@@ -40,6 +40,7 @@ from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.queue import QueueInfo
 from stromboli.core.scheduler.api.status import PREEMPTABLE_STATUS, TaskStatus, members
 from stromboli.core.scheduler.framework.plugin import Action
+from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.framework.statement import Statement
 from stromboli.core.scheduler.util.queues import PriorityQueue
@@ -184,7 +185,7 @@ class PreemptAction(Action):
         if not eligible_to_evict(ssn, preemptor) or ssn.pre_predicate(preemptor):
             return False
         grouped: dict[int, list[TaskInfo]] = {}
-        if candidates and ssn.victims_possible("preemptable", preemptor, candidates):
+        if candidates and ssn.victims_possible(ExtensionPoint.PREEMPTABLE, preemptor, candidates):
             grouped = by_node(ssn, candidates)
         # (When the plugins refuse them all, only a node with room already is left.)
         wanted = mask_of(ssn, grouped) | fits_now(ssn, preemptor)

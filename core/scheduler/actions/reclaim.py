@@ -24,6 +24,7 @@ from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.queue import QueueInfo
 from stromboli.core.scheduler.api.status import TaskStatus
 from stromboli.core.scheduler.framework.plugin import Action
+from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.framework.statement import Statement
 from stromboli.core.scheduler.util.queues import PriorityQueue
@@ -108,7 +109,7 @@ class ReclaimAction(Action):
             return False
         grouped = by_node(ssn, reclaimees)
         wanted = mask_of(ssn, grouped)
-        if not ssn.victims_possible("reclaimable", task, reclaimees):
+        if not ssn.victims_possible(ExtensionPoint.RECLAIMABLE, task, reclaimees):
             wanted &= fits_now(ssn, task)  # only a node with room already is left
         for position in candidate_nodes(ssn, task, wanted):
             position = int(position)

@@ -85,8 +85,8 @@ class Session:
         self.tiers: list[list[PluginOption]] = config.tiers
         self.plugins: dict[str, Plugin] = {}
         self._callbacks: dict[ExtensionPoint, dict[str, Callback]] = {}
-        self._chains: dict[ExtensionPoint, list[list[Any]]] = {}
-        self._flats: dict[ExtensionPoint, list[Any]] = {}
+        self._chains: dict[ExtensionPoint, list[list[Callable[..., Any]]]] = {}
+        self._flats: dict[ExtensionPoint, list[Callable[..., Any]]] = {}
         #: Per request vector: which nodes it fits (later and now) and the node versions seen.
         self.fit_cache: dict[tuple[bytes, bool], tuple[np.ndarray, ...]] = {}
         #: Per task score shape: node-order scores of every node and the node versions they saw.
@@ -152,7 +152,11 @@ class Session:
 
     def callbacks(self, point: ExtensionPoint | str) -> list[tuple[str, Callback]]:
         """(plugin, callback) of every enabled callback on ``point``, in configuration order."""
-        registered = self._callbacks.get(point, {})  # type: ignore[call-overload]
+        try:
+            known = ExtensionPoint(point)
+        except ValueError:
+            return []  # nothing is ever registered on an unknown point
+        registered = self._callbacks.get(known, {})
         return [
             (option.name, registered[option.name])
             for tier in self.tiers
@@ -167,22 +171,33 @@ class Session:
         self, point: ExtensionPoint, without: frozenset[str] = frozenset()
     ) -> list[list[Callable[..., Any]]]:
         """Enabled callbacks of ``point``, grouped by tier, in configuration order; the
-        plugins named in ``without`` left out (only the full chain is cached)."""
+        plugins named in ``without`` left out (only the full chain is cached).
+
+        These are the callbacks the session calls. A :class:`VictimFilter` is not one of them
+        (it is only accepted on ``victim_tasks``, whose dispatch reads :meth:`_tiers`).
+        """
         cached = self._chains.get(point) if not without else None
         if cached is not None:
             return cached
+        tiers = [
+            [fn for fn in tier if not isinstance(fn, VictimFilter)]
+            for tier in self._tiers(point, without)
+        ]
+        if not without:
+            self._chains[point] = tiers
+        return tiers
+
+    def _tiers(self, point: ExtensionPoint, without: frozenset[str]) -> list[list[Callback]]:
+        """Every enabled registration on ``point`` by tier, the plugins in ``without`` left out."""
         registered = self._callbacks.get(point, {})
-        tiers = []
-        for tier in self.tiers:
-            fns = [
+        return [
+            [
                 registered[o.name]
                 for o in tier
                 if o.name in registered and o.enabled(point) and o.name not in without
             ]
-            tiers.append(fns)
-        if not without:
-            self._chains[point] = tiers
-        return tiers
+            for tier in self.tiers
+        ]
 
     def enabled(self, point: ExtensionPoint, plugin: str) -> bool:
         """Whether ``plugin`` registered a callback on ``point`` and its switch is on."""
@@ -493,7 +508,7 @@ class Session:
         nominated: dict[str, TaskInfo] = {}
         filters: list[VictimFilter] = []
         decided = False
-        for tier in self.chain(P.VICTIM_TASKS):
+        for tier in self._tiers(P.VICTIM_TASKS, frozenset()):
             for fn in tier:
                 if isinstance(fn, VictimFilter):
                     filters.append(fn)

@@ -385,8 +385,8 @@ class CapacityPlugin(Plugin):
             seen = {attr.name}  # a set beside the chain: a stored chain may be long
             current = attr.name
             while current != ROOT:
-                queue = ssn.queues.get(current)
-                parent = (queue.parent if queue is not None else "") or ROOT
+                current_queue = ssn.queues.get(current)
+                parent = (current_queue.parent if current_queue is not None else "") or ROOT
                 if parent in seen:
                     attr.broken = f"queue {attr.name} is in a cycle of parent queues ({parent})"
                     break

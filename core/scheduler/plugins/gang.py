@@ -17,7 +17,7 @@ from stromboli.core.scheduler.framework.conditions import (
     terminating_members_only,
 )
 from stromboli.core.scheduler.framework.plugin import Plugin
-from stromboli.core.scheduler.framework.points import ExtensionPoint
+from stromboli.core.scheduler.framework.points import ExtensionPoint, VictimsFn
 from stromboli.core.scheduler.framework.session import PERMIT, REJECT, Session
 
 READY_REASON = "tasks in gang are ready to be scheduled"
@@ -83,7 +83,7 @@ class GangPlugin(Plugin):
         return job.is_starving()
 
     @staticmethod
-    def victims(ssn: Session):  # type: ignore[no-untyped-def]
+    def victims(ssn: Session) -> VictimsFn:
         """Only pods beyond a job's ``minAvailable`` may be taken from it, for preemption and
         reclaim alike (Volcano's single rule, with no exception for ``minAvailable: 1``).
 

@@ -112,12 +112,12 @@ class ProportionPlugin(Plugin):
         self.attrs = attrs
         ssn.queue_accounts[self.name] = attrs
         for job in ssn.jobs.values():
-            queue = ssn.queues.get(job.queue)
-            if queue is None:
+            job_queue = ssn.queues.get(job.queue)
+            if job_queue is None:
                 continue
-            attr = attrs.get(queue.name)
+            attr = attrs.get(job_queue.name)
             if attr is None:
-                attr = attrs[queue.name] = self._new_attr(queue, total, total_guarantee)
+                attr = attrs[job_queue.name] = self._new_attr(job_queue, total, total_guarantee)
             for status, bucket in job.by_status.items():
                 for task in bucket.values():
                     if status & ALLOCATED_STATUS:

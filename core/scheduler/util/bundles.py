@@ -225,7 +225,11 @@ def job_bundles(ssn: Session, job: JobInfo, candidates: list[TaskInfo]) -> list[
     """
     if not candidates:
         return []
-    ordered = sorted(candidates, key=functools.cmp_to_key(lambda a, b: -ssn.task_compare(a, b)))
+
+    def victim_first(left: TaskInfo, right: TaskInfo) -> int:
+        return -ssn.task_compare(left, right)
+
+    ordered = sorted(candidates, key=functools.cmp_to_key(victim_first))
     surplus = job.ready_task_num() + job.pending_best_effort_num() - job.min_available
     if surplus < 0:
         freed = _sum(ssn, ordered)

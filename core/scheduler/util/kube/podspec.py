@@ -319,7 +319,8 @@ def _parse_pod_affinity(info: PodSpecInfo, raw: dict, anti: bool) -> None:
 
 
 def _parse_spread(info: PodSpecInfo, raw_constraints: Any) -> None:
-    hard, soft = [], []
+    hard: list[SpreadConstraint] = []
+    soft: list[SpreadConstraint] = []
     for i, raw in enumerate(raw_constraints):
         where = f"topologySpreadConstraints[{i}]"
         topology_key = raw.get("topologyKey") or ""
