@@ -8,7 +8,10 @@ Starts etcd, kube-apiserver and kwok with fake nodes, runs ``stromboli scheduler
    starts a new scheduler at once; the gang is half-bound from its first binding to its last;
 2. restarts kube-apiserver (SIGKILL) right after creating one more gang;
 3. creates a vcjob and SIGKILLs the controller as soon as its first pod exists, then starts a
-   new one.
+   new one;
+4. with ``--standby`` (or ``standby=True``): two schedulers with leader election; the one that
+   holds the Lease is SIGKILLed mid-gang-bind, and the standby must wait for the Lease to
+   expire before it finishes the gang.
 
 A watch on the namespace's pods records every binding. Printed: double binds (a pod whose
 ``nodeName`` changed once set), lost pods (deleted, or missing at the end), half gangs left at
@@ -62,6 +65,8 @@ class ChaosReport:
     half_gang_seconds: dict[str, float] = field(default_factory=dict)
     #: Per killed gang: bound pods the watch had seen when the kill was sent.
     bound_at_kill: dict[str, int] = field(default_factory=dict)
+    #: Leader killed with a standby waiting (0 or 1), and the standby gang's half-bound time.
+    leader_kills: int = 0
 
 
 class PodLedger:
@@ -222,6 +227,7 @@ async def run_chaos(
     kills: int = 3,
     job_replicas: int = 40,
     timeout: float = 120.0,
+    standby: bool = False,
 ) -> ChaosReport:
     """Run the three kinds of failure once over ``cp`` and count what they broke."""
     report = ChaosReport(job_replicas=job_replicas)
@@ -279,6 +285,11 @@ async def run_chaos(
         report.job_pods_at_kill = len(before)
         controller.start()
         await until(lambda: ledger.bound(prefix) == job_replicas, timeout, "job pods bound")
+        if standby:
+            scheduler.stop()
+            await leader_failover(cp, store, namespace, workdir, gang_size, ledger, timeout)
+            gangs.append("standby")
+            report.leader_kills += 1
         await asyncio.sleep(1.0)  # let any stray extra pod show up before counting
         pods = {p["metadata"]["name"]: p for p in (await store.list("v1", "Pod", namespace)).items}
         job_pods = {n: p for n, p in pods.items() if n.startswith(prefix)}
@@ -308,12 +319,69 @@ async def run_chaos(
     return report
 
 
+LEASE = ("coordination.k8s.io/v1", "Lease")
+LEASE_NAMESPACE = "chaos-lease"
+
+
+async def leader_failover(
+    cp: ControlPlane,
+    store: KubeStore,
+    namespace: str,
+    workdir: Path,
+    gang_size: int,
+    ledger: PodLedger,
+    timeout: float,
+) -> None:
+    """Two schedulers with leader election; SIGKILL the leader mid-bind, let the standby
+    finish the gang (the main scheduler of ``run_chaos`` is stopped meanwhile)."""
+    await store.create(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LEASE_NAMESPACE}}
+    )
+    args = (
+        "scheduler",
+        "--schedule-period=200ms",
+        "--listen-address=",
+        "--healthz-address=",
+        "--leader-elect=true",
+        f"--lock-object-namespace={LEASE_NAMESPACE}",
+    )
+    pair = [Daemon(cp, workdir / f"scheduler-{i}.log", *args).start() for i in range(2)]
+    try:
+
+        async def holder() -> str:
+            try:
+                lease = await store.get(*LEASE, "vc-scheduler", LEASE_NAMESPACE)
+            except Exception:
+                return ""
+            return str((lease.get("spec") or {}).get("holderIdentity") or "")
+
+        deadline = time.monotonic() + timeout
+        while not (identity := await holder()):
+            if time.monotonic() > deadline:
+                raise TimeoutError("no scheduler took the Lease")
+            await asyncio.sleep(0.1)
+        pid = int(identity.rsplit("_", 1)[1])
+        leader = next(d for d in pair if d.process is not None and d.process.pid == pid)
+        await create_gang(store, namespace, "standby", gang_size)
+        await until(lambda: ledger.bound("standby-") > 0, timeout, "standby first bind")
+        leader.kill()
+        await until(
+            lambda: ledger.bound("standby-") == gang_size, timeout + 30, "standby gang bound"
+        )
+    finally:
+        for daemon in pair:
+            daemon.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=8)
     parser.add_argument("--gang-size", type=int, default=64)
     parser.add_argument("--kills", type=int, default=3)
     parser.add_argument("--job-replicas", type=int, default=40)
+    parser.add_argument(
+        "--standby", action="store_true", help="also kill a leader with a standby waiting"
+    )
     args = parser.parse_args()
     from stromboli.core.devcluster import build_control_plane
 
@@ -331,6 +399,7 @@ def main() -> None:
                     gang_size=args.gang_size,
                     kills=args.kills,
                     job_replicas=args.job_replicas,
+                    standby=args.standby,
                 )
             )
         finally:
@@ -342,6 +411,8 @@ def main() -> None:
     )
     for gang, seconds in report.half_gang_seconds.items():
         print(f"  gang {gang}: first to last binding {seconds:.2f} s")
+    if report.leader_kills:
+        print(f"leader SIGKILLed mid-bind with a standby waiting: {report.leader_kills}")
     print(f"kube-apiserver restarts: {report.apiserver_restarts}")
     print(
         f"controller SIGKILLs mid-creation: {report.controller_kills} "

@@ -1,7 +1,7 @@
 """Chaos on the real control plane (benchmarks/chaos_bench.py, small): the scheduler SIGKILLed
 mid-gang-bind three times, kube-apiserver restarted once, the controller SIGKILLed while it
-creates a vcjob's pods. Nothing is bound twice, no pod is lost, no gang is left half-bound,
-and the job's pods keep their names and uids."""
+creates a vcjob's pods, and a leader SIGKILLed with a standby waiting. Nothing is bound twice,
+no pod is lost, no gang is left half-bound, and the job's pods keep their names and uids."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ async def test_kills_break_nothing(tmp_path: Path) -> None:
         cp.stop()
         pytest.fail(f"control plane did not start: {err}\n{cp.log_tail(60)}", pytrace=False)
     try:
-        report = await run_chaos(cp, tmp_path, gang_size=32, kills=3, job_replicas=20)
+        report = await run_chaos(cp, tmp_path, gang_size=32, kills=3, job_replicas=20, standby=True)
     finally:
         cp.stop()
     assert report.scheduler_kills == 3 and report.apiserver_restarts == 1
@@ -38,4 +38,5 @@ async def test_kills_break_nothing(tmp_path: Path) -> None:
     assert report.half_gangs_at_end == 0
     assert report.job_pods == 20 and report.job_uids_changed == 0
     # Every gang was bound whole in the end (the ledger saw each member's binding).
-    assert set(report.half_gang_seconds) == {"kill0", "kill1", "kill2", "restart"}
+    assert set(report.half_gang_seconds) == {"kill0", "kill1", "kill2", "restart", "standby"}
+    assert report.leader_kills == 1
