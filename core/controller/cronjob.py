@@ -208,18 +208,18 @@ class CronJobController(Reconciler[Key]):
                 active.append(_job_ref(job))
         kept = []
         for ref in active:
-            job = children.get(str(ref.get("name")))
-            if job is None:
+            child = children.get(str(ref.get("name")))
+            if child is None:
                 await self._event(
                     cronjob, "Normal", "MissingJob", f"Active job went missing: {ref.get('name')}"
                 )
                 continue
-            if _phase(job) in FINISHED:
+            if _phase(child) in FINISHED:
                 await self._event(
                     cronjob,
                     "Normal",
                     "SawCompletedJob",
-                    f"Saw completed job: {ref.get('name')}, status: {_phase(job)}",
+                    f"Saw completed job: {ref.get('name')}, status: {_phase(child)}",
                 )
                 continue
             kept.append(ref)

@@ -133,13 +133,13 @@ class JobIntake(JobTimers):
         def task_pods() -> list[dict[str, Any]]:
             return [p for p in pods.values() if task_of(p) == request.task_name]
 
-        event, code = pod_update_event(
+        update_event, code = pod_update_event(
             old,
             pod,
             completed=lambda: task_completed(task_pods(), replicas),
             failed=lambda: task_failed(task_pods(), replicas, max_retry),
         )
-        self._mark(_with(request, event, code))
+        self._mark(_with(request, update_event, code))
 
     def _task_limits(self, key: JobKey, task_name: str) -> tuple[int, int]:
         job = self.jobs.get(key)

@@ -9,7 +9,7 @@ by the policy's ``timeout``. Pure functions over plain dicts.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
 
@@ -162,16 +162,16 @@ def resolve(job: Mapping[str, Any], request: Request, status_version: int) -> Re
     same name (uid mismatch) and requests from pods of an older job version only sync. Then
     the task's policies, then the job's; nothing matching means SyncJob.
     """
-    base = {
-        "event": request.event,
-        "task_name": request.task_name,
-        "pod_name": request.pod_name,
-        "pod_uid": request.pod_uid,
-        "partition_id": request.partition_id,
-    }
+    sync = Resolution(
+        action=Action.SYNC_JOB,
+        event=request.event,
+        task_name=request.task_name,
+        pod_name=request.pod_name,
+        pod_uid=request.pod_uid,
+        partition_id=request.partition_id,
+    )
     if request.action:
-        return Resolution(action=request.action, **base)
-    sync = Resolution(action=Action.SYNC_JOB, **base)
+        return replace(sync, action=request.action)
     if request.event in INTERNAL_EVENTS:
         return sync
     meta = job.get("metadata") or {}
@@ -190,7 +190,7 @@ def resolve(job: Mapping[str, Any], request: Request, status_version: int) -> Re
         matched = _match(spec.get("policies") or (), request)
     if matched is None or not matched.get("action"):
         return sync
-    return Resolution(action=str(matched["action"]), delay=policy_delay(matched), **base)
+    return replace(sync, action=str(matched["action"]), delay=policy_delay(matched))
 
 
 # --- pod changes as events -----------------------------------------------------------------

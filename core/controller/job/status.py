@@ -55,7 +55,8 @@ class JobStatus:
     @classmethod
     def from_dict(cls, status: Mapping[str, Any] | None) -> JobStatus:
         status = status if isinstance(status, Mapping) else {}
-        state = status.get("state") if isinstance(status.get("state"), Mapping) else {}
+        raw_state = status.get("state")
+        state: Mapping[str, Any] = raw_state if isinstance(raw_state, Mapping) else {}
         counts = status.get("taskStatusCount")
         task_counts: dict[str, dict[str, int]] = {}
         if isinstance(counts, Mapping):
@@ -176,8 +177,9 @@ class PodCounts:
     by_task: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def add(self, task: str | None, phase: str | None) -> None:
-        name = COUNTED_PHASES.get(phase or "")
-        bucket = phase if name is not None else PodPhase.UNKNOWN
+        known = phase or ""
+        name = COUNTED_PHASES.get(known)
+        bucket = known if name is not None else PodPhase.UNKNOWN
         if name is None:
             self.unknown += 1
         else:

@@ -131,8 +131,8 @@ class JobSync(JobResources):
         to_create: list[tuple[TaskView, list[int]]] = []
         to_delete: list[dict[str, Any]] = []
         by_task: dict[str, dict[str, dict[str, Any]]] = {}
-        for pod in pods.values():
-            by_task.setdefault(task_of(pod) or "", {})[pod["metadata"]["name"]] = pod
+        for existing in pods.values():
+            by_task.setdefault(task_of(existing) or "", {})[existing["metadata"]["name"]] = existing
         for task in view.tasks:
             task_pods = dict(by_task.get(task.name, {}))
             missing: list[int] = []
