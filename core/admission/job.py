@@ -256,7 +256,7 @@ def validate_policies(policies: Sequence[Mapping[str, Any]] | None, path: str) -
             if problem:
                 errors.append(problem)
                 break
-        else:
+        elif exit_code is not None:  # always so here: no events and no exitCode stopped above
             if int(exit_code) == 0:
                 errors.append("0 is not a valid error code")
                 break

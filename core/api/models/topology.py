@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import ConfigDict, Field, model_validator
+from pydantic.config import JsonValue
 
 from stromboli.core.api.constants import TOPOLOGY_V1ALPHA1, MemberType
 from stromboli.core.api.models.common import (
@@ -26,16 +27,19 @@ class RegexMatch(ApiModel):
     pattern: str = Field(min_length=1)
 
 
-_SELECTOR_RULES = [
+_NO_SELECTOR = "member selector must have one of exactMatch, regexMatch, or labelMatch"
+_SEVERAL_SELECTORS = (
+    "cannot specify more than one selector type among exactMatch, regexMatch and labelMatch"
+)
+_SELECTOR_RULES: list[JsonValue] = [
     {
         "rule": "has(self.exactMatch) || has(self.regexMatch) || has(self.labelMatch)",
-        "message": "member selector must have one of exactMatch, regexMatch, or labelMatch",
+        "message": _NO_SELECTOR,
     },
     {
         "rule": "(has(self.exactMatch) ? 1 : 0) + (has(self.regexMatch) ? 1 : 0)"
         " + (has(self.labelMatch) ? 1 : 0) <= 1",
-        "message": "cannot specify more than one selector type among exactMatch, regexMatch "
-        "and labelMatch",
+        "message": _SEVERAL_SELECTORS,
     },
 ]
 
@@ -55,9 +59,9 @@ class MemberSelector(ApiModel):
             part is not None for part in (self.exact_match, self.regex_match, self.label_match)
         )
         if chosen == 0:
-            raise field_error("selector", _SELECTOR_RULES[0]["message"])
+            raise field_error("selector", _NO_SELECTOR)
         if chosen > 1:
-            raise field_error("selector", _SELECTOR_RULES[1]["message"])
+            raise field_error("selector", _SEVERAL_SELECTORS)
         return self
 
 
