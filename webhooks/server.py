@@ -23,10 +23,11 @@ one. The server is built to survive what a cluster sends it (see :mod:`.limits`)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Final
 
@@ -48,6 +49,7 @@ from stromboli.webhooks.limits import (
     expired,
 )
 from stromboli.webhooks.metrics import WebhookMetrics
+from stromboli.webhooks.policyfile import PolicyFile
 from stromboli.webhooks.registration import ClientTarget, own_namespace, register
 from stromboli.webhooks.review import (
     AdmissionRequest,
@@ -248,7 +250,7 @@ class AdmissionHandler:
             except web.HTTPRequestEntityTooLarge:
                 self._done(path, arrival, "too_large")
                 return _too_large(None)
-            if self.service.reads_cluster and not self.cache.synced.is_set():
+            if self.service.needs_cluster(self.options) and not self.cache.synced.is_set():
                 self._done(path, arrival, "error", "not_synced")
                 return web.Response(status=503, text="queues and namespaces not listed yet")
             job = partial(
@@ -296,7 +298,8 @@ def admission_app(
     metrics: WebhookMetrics | None = None,
 ) -> web.Application:
     """The aiohttp application: one POST route per service. Starting it starts the watch of
-    queues and namespaces and the worker threads; cleaning it up stops both."""
+    queues and namespaces, the worker threads and the look at a queue policy file for
+    changes; cleaning it up stops them."""
     app = web.Application(client_max_size=MAX_BODY)
     cache = AdmissionCache(store)
     metrics = metrics or WebhookMetrics()
@@ -305,14 +308,23 @@ def admission_app(
     budget = Budget(max_inflight, max_inflight_bytes)
     pool = Workers(workers)
 
+    policy_file = options.queue_policy if isinstance(options.queue_policy, PolicyFile) else None
+    if policy_file is not None:
+        policy_file.attach(metrics.registry)
+
     async def lifetime(_app: web.Application) -> AsyncIterator[None]:
         pool.start()
         await cache.start()
+        watch = asyncio.create_task(policy_file.watch()) if policy_file is not None else None
         try:
             await cache.wait_synced(SYNC_TIMEOUT)
         except TimeoutError:
             log.warning("queues and namespaces not listed after %.0fs; serving", SYNC_TIMEOUT)
         yield
+        if watch is not None:
+            watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watch
         await cache.stop()
         pool.close()
 
@@ -386,10 +398,14 @@ class WebhookServer:
         """Listen, then register the configurations (the API server may call at once)."""
         options = self.options
         certificate = await self._certificate()
+        own = options.webhook_namespace or own_namespace()
+        admission = replace(
+            options.admission, exempt_namespaces=options.admission.exempt_namespaces | {own}
+        )
         app = admission_app(
             self.services,
             self.store,
-            options.admission,
+            admission,
             workers=options.workers,
             max_inflight=options.max_inflight,
             max_inflight_bytes=options.max_inflight_bytes,
@@ -426,6 +442,7 @@ class WebhookServer:
                 exempt_namespace=options.webhook_namespace or own_namespace(),
                 pods_failure_policy=options.pods_failure_policy,
                 scheduler_names=options.admission.scheduler_names,
+                resource_groups=options.admission.resource_groups,
             )
             self.registered = await register(self.store, self.services, target, certificate.ca_pem)
 

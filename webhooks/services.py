@@ -11,6 +11,11 @@ watch of queues and namespaces held when the request arrived. Reading the API se
 admission collapsed under load (every request one list, behind the client's rate limit), and
 a snapshot that is never changed once taken lets a rule run on a worker thread, off the loop.
 Rules are plain functions, so the whole answer is computed without awaiting anything.
+
+With ``--queue-policy`` the vcjob, PodGroup and pod rules also apply the queue policy
+(:mod:`stromboli.core.admission.policyrules`): mutation fills in the namespace's default
+queue, validation adds the policy's refusals to Volcano's. The policy in force is read once
+per review from :attr:`AdmissionOptions.queue_policy`, which a reloaded file swaps whole.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from stromboli.core.admission.job import admission_message, validate_job_create,
 from stromboli.core.admission.mutate import mutate_job, mutate_podgroup, mutate_queue
 from stromboli.core.admission.pod import validate_pod_create
 from stromboli.core.admission.podgroup import validate_podgroup_create
+from stromboli.core.admission.policy import EMPTY_POLICY, PolicySource, QueuePolicy
+from stromboli.core.admission.policyrules import violations, with_default_queue
 from stromboli.core.admission.queue import (
     DEFAULT_MAX_QUEUE_DEPTH,
     validate_queue,
@@ -51,6 +58,11 @@ class AdmissionOptions:
     max_queue_depth: int = DEFAULT_MAX_QUEUE_DEPTH
     enable_queue_allocated_pods_check: bool = False
     enable_root_queue_protection: bool = True
+    queue_policy: PolicySource = field(default_factory=lambda: EMPTY_POLICY)
+    """The queue policy in force (``--queue-policy``); the empty one allows everything."""
+
+    def policy(self) -> QueuePolicy:
+        return self.queue_policy.current()
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +98,12 @@ class AdmissionService:
     rule: Rule = field(repr=False)
     reads_cluster: bool = False
     """Whether the rule reads queues or namespaces (answered 503 until they are listed)."""
+    policy_reads_cluster: bool = False
+    """Whether it reads them when a queue policy is in force (namespace default queues)."""
+
+    def needs_cluster(self, options: AdmissionOptions) -> bool:
+        """Whether a review must wait for the first listing of queues and namespaces."""
+        return self.reads_cluster or (self.policy_reads_cluster and options.policy().active)
 
     @property
     def configuration_name(self) -> str:
@@ -111,6 +129,44 @@ def _mutation(request: AdmissionRequest, mutated: Mapping[str, Any]) -> Verdict:
     return Verdict.allow(json_diff(request.object, dict(mutated)))
 
 
+def _policy_namespace(request: AdmissionRequest, obj: Mapping[str, Any]) -> str:
+    return request.namespace or str((obj.get("metadata") or {}).get("namespace") or "")
+
+
+def _policy_refusals(
+    request: AdmissionRequest,
+    obj: Mapping[str, Any],
+    cluster: ClusterSnapshot,
+    options: AdmissionOptions,
+) -> list[str]:
+    """The queue policy's reasons to refuse creating ``obj``; the cluster's queues narrow
+    the ones it names instead (unless none are listed yet)."""
+    return violations(
+        options.policy(),
+        obj,
+        options.scheduler_names,
+        known_queues=cluster.queues or None,
+        namespace=_policy_namespace(request, obj),
+    )
+
+
+def _policy_default(
+    request: AdmissionRequest,
+    obj: dict[str, Any],
+    cluster: ClusterSnapshot,
+    options: AdmissionOptions,
+) -> dict[str, Any]:
+    """``obj`` with the namespace's default queue when it chose none (queue policy)."""
+    namespace = _policy_namespace(request, obj)
+    return with_default_queue(
+        options.policy(),
+        obj,
+        cluster.namespace_annotations(namespace),
+        options.scheduler_names,
+        namespace=namespace,
+    )
+
+
 def _needs_object(request: AdmissionRequest) -> dict[str, Any]:
     if request.object is None:
         raise MissingObjectError(f"a {request.operation} of {request.kind} must carry the object")
@@ -127,7 +183,7 @@ class MissingObjectError(ValueError):
 def _mutate_job(
     request: AdmissionRequest, cluster: ClusterSnapshot, options: AdmissionOptions
 ) -> Verdict:
-    job = _needs_object(request)
+    job = _policy_default(request, _needs_object(request), cluster, options)
     return _mutation(request, mutate_job(job, options.scheduler_names[0]))
 
 
@@ -137,7 +193,8 @@ def _validate_job(
     job = _needs_object(request)
     if request.operation == UPDATE and request.old_object is not None:
         return _refusal(validate_job_update(request.old_object, job))
-    return _refusal(validate_job_create(job, cluster.queues))
+    errors = validate_job_create(job, cluster.queues)
+    return _refusal(errors + _policy_refusals(request, job, cluster, options))
 
 
 def _mutate_podgroup(
@@ -146,7 +203,8 @@ def _mutate_podgroup(
     podgroup = _needs_object(request)
     namespace = request.namespace or (podgroup.get("metadata") or {}).get("namespace") or ""
     annotations = cluster.namespace_annotations(namespace)
-    return _mutation(request, mutate_podgroup(podgroup, annotations))
+    podgroup = mutate_podgroup(podgroup, annotations)
+    return _mutation(request, _policy_default(request, podgroup, cluster, options))
 
 
 def _validate_podgroup(
@@ -155,7 +213,8 @@ def _validate_podgroup(
     podgroup = _needs_object(request)
     name = str((podgroup.get("spec") or {}).get("queue") or "")
     queue = cluster.queue(name) if name else None
-    return _refusal(validate_podgroup_create(podgroup, {name: queue} if queue else {}))
+    errors = validate_podgroup_create(podgroup, {name: queue} if queue else {})
+    return _refusal(errors + _policy_refusals(request, podgroup, cluster, options))
 
 
 def _mutate_pod(
@@ -163,14 +222,18 @@ def _mutate_pod(
 ) -> Verdict:
     """Volcano's pod mutation only applies resource groups from ``--admission-conf`` (and a
     feature-gated scheduling gate); with neither configured it changes nothing."""
-    _needs_object(request)
-    return Verdict.allow()
+    pod = _needs_object(request)
+    if not options.policy().active:
+        return Verdict.allow()
+    return _mutation(request, _policy_default(request, pod, cluster, options))
 
 
 def _validate_pod(
     request: AdmissionRequest, cluster: ClusterSnapshot, options: AdmissionOptions
 ) -> Verdict:
-    return _refusal(validate_pod_create(_needs_object(request), options.scheduler_names))
+    pod = _needs_object(request)
+    errors = validate_pod_create(pod, options.scheduler_names)
+    return _refusal(errors + _policy_refusals(request, pod, cluster, options))
 
 
 def _mutate_queue(
@@ -212,6 +275,7 @@ def _service(
     operations: tuple[str, ...],
     rule: Rule,
     reads_cluster: bool = False,
+    policy_reads_cluster: bool = False,
 ) -> AdmissionService:
     group, _, version = group_version.rpartition("/")
     return AdmissionService(
@@ -225,6 +289,7 @@ def _service(
         operations=operations,
         rule=rule,
         reads_cluster=reads_cluster,
+        policy_reads_cluster=policy_reads_cluster,
     )
 
 
@@ -233,7 +298,13 @@ SERVICES: Final[dict[str, AdmissionService]] = {
     s.path: s
     for s in (
         _service(
-            "/jobs/mutate", "mutatejob.volcano.sh", k.BATCH_V1ALPHA1, "Job", (CREATE,), _mutate_job
+            "/jobs/mutate",
+            "mutatejob.volcano.sh",
+            k.BATCH_V1ALPHA1,
+            "Job",
+            (CREATE,),
+            _mutate_job,
+            policy_reads_cluster=True,
         ),
         _service(
             "/jobs/validate",
@@ -262,7 +333,15 @@ SERVICES: Final[dict[str, AdmissionService]] = {
             _validate_podgroup,
             reads_cluster=True,
         ),
-        _service("/pods/mutate", "mutatepod.volcano.sh", k.CORE_V1, "Pod", (CREATE,), _mutate_pod),
+        _service(
+            "/pods/mutate",
+            "mutatepod.volcano.sh",
+            k.CORE_V1,
+            "Pod",
+            (CREATE,),
+            _mutate_pod,
+            policy_reads_cluster=True,
+        ),
         _service(
             "/pods/validate", "validatepod.volcano.sh", k.CORE_V1, "Pod", (CREATE,), _validate_pod
         ),

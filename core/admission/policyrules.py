@@ -7,10 +7,12 @@ What the policy sees of an object is a :class:`Workload`, one per kind:
   pod request × its replicas; priority classes of the job and of each task template; the
   scheduler of each task (its template's ``schedulerName``, else the job's);
 - a PodGroup: ``spec.queue``; pods = ``minMember``; resources = ``minResources``;
-- a pod that one of our schedulers places and that names no PodGroup (the pods enrolment
-  gives a group of their own): the ``scheduling.volcano.sh/queue-name`` annotation; one pod;
-  its request as Kubernetes counts it (containers and sidecars, or the largest init
-  container, plus overhead).
+- a pod that one of our schedulers places and whose group is made from the pod itself (it
+  names none, or enrolment's ``podgroup-<uid>``): the ``scheduling.volcano.sh/queue-name``
+  annotation; pods = ``scheduling.volcano.sh/group-min-member`` (else 1), as the PodGroup
+  controller sizes the group; resources = its request as Kubernetes counts it (containers
+  and sidecars, or the largest init container, plus overhead) × that many. A pod in a
+  framework's gang is judged through that PodGroup.
 
 A queue left empty or ``default`` (what Volcano fills in) counts as not chosen: it gets the
 namespace's ``defaultQueue``, unless the namespace's ``scheduling.volcano.sh/queue-name``
@@ -31,6 +33,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Final
 
+from stromboli.core.admission.enrol import FALLBACK_PREFIX
 from stromboli.core.admission.mutate import mutate_podgroup
 from stromboli.core.admission.policy import QueueLimits, QueuePolicy
 from stromboli.core.api import constants as k
@@ -225,34 +228,48 @@ def _pod_scheduler(pod: Mapping[str, Any]) -> str:
 
 
 def judged_pod(pod: Mapping[str, Any], scheduler_names: Collection[str]) -> bool:
-    """Whether the policy judges ``pod`` itself: one of our schedulers places it, it names no
-    PodGroup (a pod that does is judged through its group) and it is not bound already."""
+    """Whether the policy judges ``pod`` itself: one of our schedulers places it, it is not
+    bound already, and its PodGroup is made from it (it names none, or the ``podgroup-``
+    group enrolment names); a pod in another group is judged through that group."""
     meta = _dict(pod.get("metadata"))
+    group = _dict(meta.get("annotations")).get(k.GROUP_NAME_ANNOTATION)
     return (
         _pod_scheduler(pod) in scheduler_names
-        and not _dict(meta.get("annotations")).get(k.GROUP_NAME_ANNOTATION)
+        and (not group or (isinstance(group, str) and group.startswith(FALLBACK_PREFIX)))
         and not _dict(pod.get("spec")).get("nodeName")
     )
+
+
+def _group_size(annotations: Mapping[str, Any]) -> int:
+    """The pods of a group made from this pod: ``group-min-member`` when it is a count."""
+    value = annotations.get(k.GROUP_MIN_MEMBER_ANNOTATION)
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 10:
+        return max(1, int(value))
+    return 1
 
 
 def _pod_workload(pod: Mapping[str, Any]) -> Workload:
     meta = _dict(pod.get("metadata"))
     spec = _dict(pod.get("spec"))
     name = _str(spec.get("priorityClassName"))
-    queue = _str(_dict(meta.get("annotations")).get(k.QUEUE_NAME_ANNOTATION_KEY))
+    annotations = _dict(meta.get("annotations"))
+    queue = _str(annotations.get(k.QUEUE_NAME_ANNOTATION_KEY))
+    size = _group_size(annotations)
     return Workload(
         kind="Pod",
         namespace=_str(meta.get("namespace")),
         queue=queue or k.DEFAULT_QUEUE,
         queue_field=f'metadata.annotations["{k.QUEUE_NAME_ANNOTATION_KEY}"]',
-        pods=1,
-        pods_field="one pod",
+        pods=size,
+        pods_field=(
+            f'metadata.annotations["{k.GROUP_MIN_MEMBER_ANNOTATION}"]' if size > 1 else "one pod"
+        ),
         priority_classes=[(name, "spec.priorityClassName")] if name else [],
         scheduler_names=[(_pod_scheduler(pod), "spec.schedulerName")],
         preemptable=_preemptable(meta),
         preemptable_field=f'metadata.annotations["{k.PREEMPTABLE_KEY}"]',
-        resources_field="the pod's request",
-        request=lambda r: pod_request(spec, r),
+        resources_field="the pod's request" if size == 1 else "the pod's request × min-member",
+        request=lambda r: size * pod_request(spec, r),
     )
 
 

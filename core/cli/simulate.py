@@ -10,6 +10,7 @@ import click
 import orjson
 import yaml
 
+from stromboli.core.admission.policy import QueuePolicy, load_policy
 from stromboli.core.api.durations import parse_duration
 from stromboli.core.scheduler.conf import ConfigError
 from stromboli.core.scheduler.metrics import SchedulerMetrics
@@ -47,6 +48,7 @@ async def _simulate(
     show_progress: bool,
     metrics: SchedulerMetrics | None = None,
     max_cron_runs: int = DEFAULT_MAX_CRON_RUNS,
+    queue_policy: QueuePolicy | None = None,
 ) -> tuple[SimulationResult, dict]:
     objects = load(list(files))
     progress = None
@@ -56,7 +58,7 @@ async def _simulate(
         progress.start()
     try:
         result = await Simulation(
-            objects, conf, max_time, on_progress, metrics, max_cron_runs
+            objects, conf, max_time, on_progress, metrics, max_cron_runs, queue_policy
         ).run()
     finally:
         if progress is not None:
@@ -104,6 +106,13 @@ async def _simulate(
     "timer never runs out, so this bounds the run).",
 )
 @click.option(
+    "--queue-policy",
+    "queue_policy_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Queue policy file (YAML), enforced on the input as the webhook enforces it: "
+    "default queues, the queues each namespace may use, per-queue limits.",
+)
+@click.option(
     "--progress/--no-progress",
     default=None,
     help="Progress bar on stderr (default: when stderr is a terminal).",
@@ -116,6 +125,7 @@ def simulate(
     metrics_path: str | None,
     max_time: str | None,
     max_cron_runs: int,
+    queue_policy_path: str | None,
     progress: bool | None,
 ) -> None:
     """Simulate FILES (Kubernetes YAML: Nodes, Queues, PodGroups, Pods, ...) on a virtual clock.
@@ -128,8 +138,9 @@ def simulate(
         limit = parse_duration(max_time, "--max-time") if max_time else DEFAULT_MAX_TIME
         show = sys.stderr.isatty() if progress is None else progress
         metrics = SchedulerMetrics() if metrics_path else None
+        policy = load_policy(queue_policy_path) if queue_policy_path else None
         result, final = asyncio.run(
-            _simulate(files, scheduler_conf, limit, show, metrics, max_cron_runs)
+            _simulate(files, scheduler_conf, limit, show, metrics, max_cron_runs, policy)
         )
     except (SimulationInputError, ConfigError, ValueError) as err:
         raise click.ClickException(str(err)) from None

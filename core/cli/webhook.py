@@ -7,10 +7,13 @@ Go-style boolean flags accept ``--enable-healthz`` as well as ``--enable-healthz
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import click
 
+from stromboli.core.admission.policy import EMPTY_POLICY, PolicyError
 from stromboli.core.admission.queue import DEFAULT_MAX_QUEUE_DEPTH
+from stromboli.core.admission.resourcegroups import AdmissionConfError, load_admission_conf
 from stromboli.core.api import constants as k
 from stromboli.core.cli.process import (
     go_bool,
@@ -19,6 +22,7 @@ from stromboli.core.cli.process import (
     serve,
     setup_logging,
 )
+from stromboli.webhooks.policyfile import PolicyFile
 from stromboli.webhooks.server import WebhookOptions, WebhookServer
 from stromboli.webhooks.services import (
     DEFAULT_ENABLED_ADMISSION,
@@ -26,6 +30,38 @@ from stromboli.webhooks.services import (
     enabled_services,
 )
 from stromboli.webhooks.tls import load_files
+
+log = logging.getLogger(__name__)
+
+#: The services that enforce a queue policy: its refusals, and its default queues.
+POLICY_PATHS = (
+    "/jobs/validate",
+    "/podgroups/validate",
+    "/pods/validate",
+    "/jobs/mutate",
+    "/podgroups/mutate",
+    "/pods/mutate",
+)
+
+
+def _queue_policy(path: str | None, enabled_admission: str) -> PolicyFile | None:
+    """The policy file of ``--queue-policy``, loaded now: a bad file stops the start, since
+    there is no good version to keep yet. Services it needs but that are not enabled are
+    named in a warning (``/podgroups/validate`` is off by default, as in Volcano)."""
+    if not path:
+        return None
+    try:
+        policy = PolicyFile(path)
+    except PolicyError as err:
+        raise click.BadParameter(str(err), param_hint="--queue-policy") from None
+    enabled = {s.path for s in enabled_services(enabled_admission)}
+    missing = [p for p in POLICY_PATHS if p not in enabled]
+    if missing:
+        log.warning(
+            "--queue-policy: %s not in --enabled-admission; the policy is not enforced there",
+            ", ".join(missing),
+        )
+    return policy
 
 
 def _go_flag(name: str, default: str, help: str):  # type: ignore[no-untyped-def]
@@ -106,6 +142,18 @@ def _go_flag(name: str, default: str, help: str):  # type: ignore[no-untyped-def
     "true",
     "Refuse changing the root queue's capability, deserved and guarantee.",
 )
+@click.option(
+    "--queue-policy",
+    type=click.Path(dir_okay=False, exists=True),
+    help="Queue policy file (YAML): the queues each namespace may use, its default queue, "
+    "per-queue limits. Reloaded when it changes; see docs/queue-policy.md.",
+)
+@click.option(
+    "--admission-conf",
+    type=click.Path(dir_okay=False),
+    help="Volcano's admission configuration (YAML): resourceGroups applied to pods at "
+    "creation by /pods/mutate; see docs/webhook.md.",
+)
 def webhook_manager(
     kubeconfig: str | None,
     master: str | None,
@@ -129,6 +177,8 @@ def webhook_manager(
     enable_queue_allocated_pods_check: str,
     max_queue_depth: int,
     enable_root_queue_protection: str,
+    queue_policy: str | None,
+    admission_conf: str | None,
 ) -> None:
     """Validate and default Volcano objects (vcjobs, queues, PodGroups, pods) on admission."""
     setup_logging(verbosity)
@@ -138,6 +188,11 @@ def webhook_manager(
         enabled_services(enabled_admission)
     except ValueError as err:
         raise click.BadParameter(str(err), param_hint="--enabled-admission") from None
+    policy = _queue_policy(queue_policy, enabled_admission)
+    try:
+        resource_groups = load_admission_conf(admission_conf) if admission_conf else ()
+    except AdmissionConfError as err:
+        raise click.BadParameter(str(err), param_hint="--admission-conf") from None
     options = WebhookOptions(
         listen_address=listen_address,
         port=port,
@@ -154,6 +209,8 @@ def webhook_manager(
             max_queue_depth=max_queue_depth,
             enable_queue_allocated_pods_check=go_bool(enable_queue_allocated_pods_check),
             enable_root_queue_protection=go_bool(enable_root_queue_protection),
+            queue_policy=policy if policy is not None else EMPTY_POLICY,
+            resource_groups=resource_groups,
         ),
     )
     certificate = (

@@ -17,6 +17,8 @@ from stromboli.core.admission.jobflow import validate_jobflow
 from stromboli.core.admission.mutate import mutate_job, mutate_podgroup, mutate_queue
 from stromboli.core.admission.pod import validate_pod_create
 from stromboli.core.admission.podgroup import validate_podgroup_create
+from stromboli.core.admission.policy import EMPTY_POLICY, QueuePolicy
+from stromboli.core.admission.policyrules import enforce
 from stromboli.core.admission.queue import validate_queue
 from stromboli.core.api import constants as k
 from stromboli.core.cluster.validation import object_problems, status_problems
@@ -51,6 +53,8 @@ class Admission:
         }
         #: HyperNodes admitted so far, for the member-cycle check.
         self.hypernodes: dict[str, dict] = {}
+        #: The queue policy (``--queue-policy``): the webhook's default queues and refusals.
+        self.queue_policy: QueuePolicy = EMPTY_POLICY
 
     @staticmethod
     def _refuse(webhook: str, errors: list[str]) -> None:
@@ -66,6 +70,9 @@ class Admission:
             raise AdmissionError(f'{kind} "{name}" is invalid: ' + ", ".join(problems))
 
     def admit(self, obj: dict) -> dict:
+        obj = enforce(
+            self.queue_policy, obj, self.namespace_annotations, self.scheduler_names, self.queues
+        )
         kind = obj.get("kind")
         api_version = obj.get("apiVersion")
         meta = obj.get("metadata") or {}

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stromboli.core.admission.mutate import mutate_job
+from stromboli.core.admission.policy import QueuePolicy
 from stromboli.core.api import constants as k
 from stromboli.core.clock import VirtualClock
 from stromboli.core.cluster.errors import ApiError
@@ -81,6 +82,7 @@ class Simulation:
         on_progress: Callable[[float, int], None] | None = None,
         metrics: SchedulerMetrics | None = None,
         max_cron_runs: int = DEFAULT_MAX_CRON_RUNS,
+        queue_policy: QueuePolicy | None = None,
     ) -> None:
         self.arrivals = sorted(objects, key=lambda o: (o.submit_at, KIND_RANK.get(o.kind, 7)))
         self.clock = VirtualClock()
@@ -93,6 +95,8 @@ class Simulation:
         self.scheduler = Scheduler(self.store, self.clock, self.config)
         self.lifecycle = PodLifecycle(self.store, self.clock)
         self.admission = Admission()
+        if queue_policy is not None:
+            self.admission.queue_policy = queue_policy
         # The vcjob controller; pods it creates pass the same admission as the input's.
         self.controller = JobController(self.store, self.clock, mutate_pod=self.admission.admit)
         # CronJobs and JobFlows: the jobs they create get the job webhook's defaults and checks.
