@@ -29,6 +29,7 @@ from stromboli.core.scheduler.plugins.conformance import ConformancePlugin
 from stromboli.core.scheduler.plugins.drf import DrfPlugin
 from stromboli.core.scheduler.plugins.extender import ExtenderPlugin
 from stromboli.core.scheduler.plugins.gang import GangPlugin
+from stromboli.core.scheduler.plugins.network_topology import NetworkTopologyPlugin
 from stromboli.core.scheduler.plugins.nodegroup import NodeGroupPlugin
 from stromboli.core.scheduler.plugins.nodeorder import NodeOrderPlugin
 from stromboli.core.scheduler.plugins.overcommit import OvercommitPlugin
@@ -60,6 +61,7 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     DrfPlugin,
     ExtenderPlugin,
     GangPlugin,
+    NetworkTopologyPlugin,
     NodeGroupPlugin,
     NodeOrderPlugin,
     OvercommitPlugin,

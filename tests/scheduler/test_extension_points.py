@@ -98,6 +98,7 @@ def _neutral(ssn: Session) -> dict[ExtensionPoint, Callable[..., Any]]:
         P.PREEMPTABLE: lambda t, candidates: ([], ABSTAIN),
         P.RECLAIMABLE: lambda t, candidates: ([], ABSTAIN),
         P.VICTIM_TASKS: lambda tasks: [],
+        P.HYPER_NODE_ORDER: lambda job, hypernode, positions: 0.0,
     }
 
 
@@ -124,6 +125,9 @@ DISPATCH: dict[ExtensionPoint, Callable[[Session], object]] = {
     P.PREEMPTABLE: lambda s: s.preemptable(session_task(s, "j1-t-0"), [session_task(s, "j2-t-0")]),
     P.RECLAIMABLE: lambda s: s.reclaimable(session_task(s, "j1-t-0"), [session_task(s, "j2-t-0")]),
     P.VICTIM_TASKS: lambda s: s.victim_tasks([session_task(s, "j1-t-0")]),
+    P.HYPER_NODE_ORDER: lambda s: s.hyper_node_score(
+        s.jobs["default/j1"], "<cluster-top-hypernode>", np.arange(len(s.nodes))
+    ),
 }
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import numpy as np
+
 from stromboli.core.scheduler.actions.enqueue import mark_inqueue
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.queue import QueueInfo
@@ -20,6 +22,13 @@ from stromboli.core.scheduler.framework.filters import FitErrors
 from stromboli.core.scheduler.framework.plugin import Action
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.framework.statement import Statement
+from stromboli.core.scheduler.util.hypernodes import (
+    gradients,
+    job_anchor,
+    job_topology,
+    network_topology,
+    session_tree,
+)
 from stromboli.core.scheduler.util.placement import place
 from stromboli.core.scheduler.util.queues import PriorityQueue, QueueJobs
 
@@ -40,6 +49,15 @@ def need_continue(job: JobInfo, failed_roles: set[str]) -> bool:
         if t.best_effort:
             placed[t.role] = placed.get(t.role, 0) + 1
     return all(placed.get(r, 0) >= job.min_task_member.get(r, 0) for r in failed_roles)
+
+
+def pending_tasks(job: JobInfo) -> list[TaskInfo]:
+    """The job's tasks allocate places: pending, not best-effort (backfill's), not gated."""
+    return [
+        t
+        for t in (job.by_status.get(TaskStatus.PENDING) or {}).values()
+        if not t.best_effort and not t.gated
+    ]
 
 
 def schedulable_jobs(ssn: Session, promote_pending: bool) -> QueueJobs:
@@ -86,14 +104,7 @@ class AllocateAction(Action):
             job = jobs.pop()
             tasks = pending.get(job.uid)
             if tasks is None:
-                tasks = pending[job.uid] = PriorityQueue(
-                    ssn.task_less,
-                    [
-                        t
-                        for t in (job.by_status.get(TaskStatus.PENDING) or {}).values()
-                        if not t.best_effort and not t.gated
-                    ],
-                )
+                tasks = pending[job.uid] = PriorityQueue(ssn.task_less, pending_tasks(job))
             try:
                 self.allocate_job(ssn, queue, job, tasks, jobs, failed.setdefault(job.uid, set()))
             except Exception as err:  # crash-only: a job that breaks a plugin waits alone
@@ -110,9 +121,14 @@ class AllocateAction(Action):
         failed_roles: set[str] | None = None,
     ) -> None:
         failed_roles = set() if failed_roles is None else failed_roles
+        domain: tuple[str, np.ndarray] | None = None
+        if network_topology(job) is not None:
+            domain = AllocateAction._choose_hypernode(ssn, queue, job)
+            if domain is None:
+                return
         stmt = ssn.statement()
         try:
-            AllocateAction._fill(ssn, queue, job, tasks, jobs, failed_roles, stmt)
+            AllocateAction._fill(ssn, queue, job, tasks, jobs, failed_roles, stmt, domain)
         except Exception:
             stmt.discard()
             raise
@@ -120,6 +136,59 @@ class AllocateAction(Action):
             stmt.commit("allocate")
         elif not ssn.job_pipelined(job):
             stmt.discard()
+
+    @staticmethod
+    def _choose_hypernode(
+        ssn: Session, queue: QueueInfo, job: JobInfo
+    ) -> tuple[str, np.ndarray] | None:
+        """The HyperNode a job with ``networkTopology`` goes into, or None to leave it pending.
+
+        Tiers are tried from the lowest the job may use; in a tier each HyperNode gets a trial
+        placement (undone at once) and the best-scoring one where the gang is ready wins (one
+        where it is only pipelined when none is ready). So a hard job is never placed across
+        a tier it may not span, and a soft one lands in the lowest tier that holds it.
+        """
+        tree = session_tree(ssn)
+        topology = job_topology(job, tree)
+        assert topology is not None
+        anchor = job_anchor(job, tree)
+        waiting = pending_tasks(job)
+        table = ssn.nodes
+        for level in gradients(topology, tree, anchor):
+            best: tuple[int, float, str] | None = None
+            for name in level:
+                mask = tree.mask(name, table.position, len(table))
+                trial = ssn.statement()
+                try:
+                    AllocateAction._fill(
+                        ssn,
+                        queue,
+                        job,
+                        PriorityQueue(ssn.task_less, waiting),
+                        PriorityQueue(ssn.job_less, []),
+                        set(),
+                        trial,
+                        (name, mask),
+                    )
+                    rank = 2 if ssn.job_ready(job) else 0
+                    if not rank and trial.operations and ssn.job_pipelined(job):
+                        rank = 1
+                    score = ssn.hyper_node_score(job, name, np.flatnonzero(mask)) if rank else 0.0
+                finally:
+                    trial.discard()
+                if rank and (best is None or (rank, score) > best[:2]):
+                    best = (rank, score, name)
+            if best is not None:
+                for uid in [t.uid for t in waiting]:
+                    job.fit_errors.pop(uid, None)
+                name = best[2]
+                return name, tree.mask(name, table.position, len(table))
+        where = f"hyperNode {anchor}" if anchor else "any hyperNode"
+        job.job_fit_error = (
+            f"the gang does not fit in {where} of tier <= {topology.highest_tier} "
+            f"(networkTopology mode {topology.mode})"
+        )
+        return None
 
     @staticmethod
     def _fill(
@@ -130,8 +199,10 @@ class AllocateAction(Action):
         jobs: PriorityQueue[JobInfo],
         failed_roles: set[str],
         stmt: Statement,
+        domain: tuple[str, np.ndarray] | None = None,
     ) -> None:
-        """Place the job's pending tasks one by one on ``stmt`` until it is ready."""
+        """Place the job's pending tasks one by one on ``stmt`` until it is ready, inside
+        ``domain`` (a HyperNode's name and node mask) when one is given."""
         while tasks:
             task = tasks.pop()
             if task.role and task.role in failed_roles:
@@ -141,7 +212,7 @@ class AllocateAction(Action):
                     job, task, f"queue {queue.name} has not enough resources left for the task"
                 )
                 continue
-            result = place(ssn, task)
+            result = place(ssn, task, domain=domain)
             if isinstance(result, FitErrors):
                 ssn.record_fit_error(job, task, result)
                 failed_roles.add(task.role)

@@ -36,6 +36,7 @@ SWITCHES: dict[ExtensionPoint, str] = {
     P.JOB_STARVING: "enableJobStarving",
     P.OVERUSED: "enabledOverused",
     P.ALLOCATABLE: "enabledAllocatable",
+    P.HYPER_NODE_ORDER: "enabledHyperNodeOrder",
 }
 #: Volcano's switches of points no Stromboli plugin has (see ``framework/points.py``):
 #: accepted, so a Volcano configuration file loads, and without effect.
@@ -43,7 +44,6 @@ INERT_SWITCHES = frozenset(
     {
         "enableTargetJob",
         "enableReservedNodes",
-        "enabledHyperNodeOrder",
         "enabledSubJobReady",
         "enabledSubJobPipelined",
         "enabledSubJobOrder",

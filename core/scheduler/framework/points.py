@@ -8,9 +8,10 @@ YAML switch is in ``framework/options.py``.
 
 Volcano has a few more points that no Stromboli plugin registers and no Stromboli action would
 call yet: ``targetJob`` and ``reservedNodes`` (of the elect/reserve actions Volcano dropped),
-``hyperNodeOrder`` and ``hyperNodeGradientForJob`` (network-topology-aware allocation), and the
-``subJob*`` points (partitioned gangs). They are not listed; their YAML switches are still
-accepted (``options.INERT_SWITCHES``) so that a Volcano configuration file loads unchanged.
+``hyperNodeGradientForJob`` (the gradients are ``util/hypernodes.gradients``, one rule for
+every plugin), and the ``subJob*`` points (partitioned gangs). They are not listed; their
+YAML switches are still accepted (``options.INERT_SWITCHES``) so that a Volcano configuration
+file loads unchanged.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class ExtensionPoint(StrEnum):
     PREEMPTABLE = "preemptable"
     RECLAIMABLE = "reclaimable"
     VICTIM_TASKS = "victim_tasks"
+    HYPER_NODE_ORDER = "hyper_node_order"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +99,8 @@ NodeOrderFn: TypeAlias = Callable[[TaskInfo, np.ndarray], np.ndarray]
 BestNodeFn: TypeAlias = Callable[[TaskInfo, np.ndarray, np.ndarray], int | None]
 #: (evictor, candidates) → (victims among the candidates, vote).
 VictimsFn: TypeAlias = Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo], int]]
+#: (job, HyperNode name, positions of its nodes) → score of the job's trial placement there.
+HyperNodeOrderFn: TypeAlias = Callable[[JobInfo, str, np.ndarray], float]
 VictimTasksFn: TypeAlias = Callable[[list[TaskInfo]], list[TaskInfo]] | VictimFilter
 
 #: Any one callback.
@@ -142,6 +146,7 @@ SPECS: dict[ExtensionPoint, PointSpec] = {
     ExtensionPoint.VICTIM_TASKS: PointSpec(
         "(list[TaskInfo]) -> list[TaskInfo], or a VictimFilter of that", 1
     ),
+    ExtensionPoint.HYPER_NODE_ORDER: PointSpec("(JobInfo, str, positions) -> float", 3),
 }
 
 

@@ -374,6 +374,11 @@ class Session:
                 return chosen
         return None
 
+    def hyper_node_score(self, job: JobInfo, hypernode: str, positions: np.ndarray) -> float:
+        """Summed ``hyper_node_order`` scores of the job's trial placement in ``hypernode``
+        (``positions``: rows of its nodes); 0 when no plugin scores HyperNodes."""
+        return float(sum(fn(job, hypernode, positions) for fn in self._flat(P.HYPER_NODE_ORDER)))
+
     def has_best_node(self) -> bool:
         return bool(self._flat(P.BEST_NODE))
 

@@ -97,11 +97,17 @@ def resource_fit(
     return resource_ok, idle_ok
 
 
-def place(ssn: Session, task: TaskInfo, use_future_idle: bool = True) -> Placement | FitErrors:
+def place(
+    ssn: Session,
+    task: TaskInfo,
+    use_future_idle: bool = True,
+    domain: tuple[str, np.ndarray] | None = None,
+) -> Placement | FitErrors:
     """The best node for ``task``, or the reasons no node fits.
 
     Nodes whose idle resources hold the task are preferred; otherwise, when
-    ``use_future_idle``, nodes whose resources being released would hold it.
+    ``use_future_idle``, nodes whose resources being released would hold it. A ``domain``
+    (a HyperNode's name and the mask of its nodes) keeps the search inside it.
     """
     nodes = ssn.nodes
     errors = FitErrors(len(nodes))
@@ -115,7 +121,11 @@ def place(ssn: Session, task: TaskInfo, use_future_idle: bool = True) -> Placeme
     resource_ok, idle_ok = resource_fit(ssn, vector, use_future_idle)
     verdict = ssn.predicate(task)
     feasible = resource_ok & verdict.passed
+    if domain is not None:
+        feasible = feasible & domain[1]
     if not feasible.any():
+        if domain is not None:
+            errors.add(~domain[1], f"node(s) not in hyperNode {domain[0]}")
         room = nodes.future if use_future_idle else nodes.idle_now
         for column in requested_columns(vector):
             short = room[:, column] < vector[column] - EPSILON
