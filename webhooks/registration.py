@@ -21,6 +21,9 @@ webhooks in each pod configuration:
 - ``enrolled.<name>``: every pod in a namespace labelled ``stromboli.dev/enroll: "true"``,
   the namespaces whose plain pods Stromboli enrols into PodGroups.
 
+With ``--admission-conf``, the first webhook of ``/pods/mutate`` also takes the pods Volcano's
+resource groups name (by namespace or annotation), so a group can enrol pods of any namespace.
+
 Both use ``failurePolicy: Ignore`` by default (``--pods-failure-policy``): a pod outside those
 scopes never reaches us at all, and one inside is admitted rather than refused while the
 webhook is down. The two selectors are disjoint, so no pod is reviewed twice.
@@ -34,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from stromboli.core.admission.resourcegroups import RESOURCE_GROUP_ANNOTATION, ResourceGroup
 from stromboli.core.api import constants as k
 from stromboli.core.cluster.errors import AlreadyExistsError, ConflictError, NotFoundError
 from stromboli.core.cluster.store import ClusterStore, Obj
@@ -75,6 +79,8 @@ class ClientTarget:
     """The webhook's own namespace when it is not ``namespace`` (URL mode in a pod)."""
     pods_failure_policy: str = "Ignore"
     scheduler_names: tuple[str, ...] = field(default=(k.DEFAULT_SCHEDULER_NAME,))
+    resource_groups: tuple[ResourceGroup, ...] = ()
+    """``--admission-conf``: their pods are sent to ``/pods/mutate`` too."""
 
     def __post_init__(self) -> None:
         if self.pods_failure_policy not in FAILURE_POLICIES:
@@ -103,9 +109,37 @@ class ClientTarget:
         return config
 
 
+def _cel_string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def _cel_string_list(values: tuple[str, ...]) -> str:
-    quoted = (v.replace("\\", "\\\\").replace("'", "\\'") for v in values)
-    return "[" + ", ".join(f"'{v}'" for v in quoted) + "]"
+    return "[" + ", ".join(_cel_string(v) for v in values) + "]"
+
+
+def resource_group_condition(groups: tuple[ResourceGroup, ...]) -> str:
+    """A CEL expression true for the pods the resource groups take ("" for no groups)."""
+    namespaces: dict[str, None] = {}
+    pairs: dict[tuple[str, str], None] = {}
+    for group in groups:
+        if group.object_key == "namespace":
+            namespaces.update(dict.fromkeys(group.values))
+        elif group.object_key == "annotation":
+            for pair in group.values:
+                key, _, value = pair.partition(":")
+                pairs[(key.strip(), value.strip())] = None
+        else:
+            pairs[(RESOURCE_GROUP_ANNOTATION, group.name)] = None
+    terms = []
+    if namespaces:
+        terms.append(f"request.namespace in {_cel_string_list(tuple(namespaces))}")
+    held = "object.metadata.annotations"
+    for key, value in pairs:
+        quoted = _cel_string(key)
+        terms.append(
+            f"(has({held}) && {quoted} in {held} && {held}[{quoted}] == {_cel_string(value)})"
+        )
+    return " || ".join(terms)
 
 
 def _webhook(
@@ -152,13 +186,13 @@ def webhooks_of(service: AdmissionService, target: ClientTarget, ca_bundle: byte
     ours = _webhook(
         service, target, ca_bundle, service.webhook_name, [exempt, not_enrolled], policy
     )
-    ours["matchConditions"] = [
-        {
-            "name": "scheduler-is-ours",
-            "expression": "has(object.spec.schedulerName) && object.spec.schedulerName in "
-            + _cel_string_list(target.scheduler_names),
-        }
-    ]
+    expression = "has(object.spec.schedulerName) && object.spec.schedulerName in " + (
+        _cel_string_list(target.scheduler_names)
+    )
+    grouped = resource_group_condition(target.resource_groups) if service.mutating else ""
+    if grouped:
+        expression = f"({expression}) || {grouped}"
+    ours["matchConditions"] = [{"name": "scheduler-is-ours", "expression": expression}]
     everyone = _webhook(
         service, target, ca_bundle, f"enrolled.{service.webhook_name}", [exempt, enrolled], policy
     )

@@ -157,13 +157,13 @@ def load_admission_conf(path: str | Path) -> tuple[ResourceGroup, ...]:
         with open(path, "rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)
     except OSError as err:
-        raise AdmissionConfError(f"--admission-conf {path}: {err.strerror}") from None
+        raise AdmissionConfError(f"{path}: {err.strerror}") from None
     try:
         return parse_admission_conf(data.decode("utf-8"))
     except UnicodeDecodeError:
-        raise AdmissionConfError(f"--admission-conf {path}: not UTF-8 text") from None
+        raise AdmissionConfError(f"{path}: not UTF-8 text") from None
     except AdmissionConfError as err:
-        raise AdmissionConfError(f"--admission-conf {path}: {err}") from None
+        raise AdmissionConfError(f"{path}: {err}") from None
 
 
 def matching_group(
