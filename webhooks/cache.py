@@ -11,6 +11,10 @@ is being written.
 The watch is supervised: a failure (the API server restarting, a dropped connection) is
 logged and the kinds are listed and watched again after a back-off, without stopping the
 server. Until the first listing the webhook is not ready.
+
+Pod enrolment also reads namespace labels (``stromboli.dev/enroll``) and the owners of pods,
+from :class:`~stromboli.webhooks.owners.OwnerCache`, started and stopped with this cache;
+its watches do not hold up readiness (an owner not yet listed is looked up instead).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Final
 from stromboli.core.api import constants as k
 from stromboli.core.cluster.store import ClusterStore, Obj
 from stromboli.core.informer import Informer, Kind
+from stromboli.webhooks.owners import OwnerCache
 from stromboli.webhooks.services import ClusterSnapshot
 
 log = logging.getLogger(__name__)
@@ -40,6 +45,8 @@ class AdmissionCache:
         self.informer = Informer(store, [QUEUE, NAMESPACE], self._seen)
         self._queues: dict[str, Obj] = {}
         self._namespaces: dict[str, dict[str, str]] = {}
+        self._labels: dict[str, dict[str, str]] = {}
+        self.owners = OwnerCache(store)
         self._snapshot: ClusterSnapshot | None = None
         self.synced = asyncio.Event()
         self.failures = 0
@@ -55,21 +62,29 @@ class AdmissionCache:
                 self._queues[name] = obj
         elif event_type == "DELETED":
             self._namespaces.pop(name, None)
+            self._labels.pop(name, None)
         else:
             annotations = meta.get("annotations") or {}
             self._namespaces[name] = {str(a): str(v) for a, v in annotations.items()}
+            self._labels[name] = {str(a): str(v) for a, v in (meta.get("labels") or {}).items()}
         self._snapshot = None
 
     def snapshot(self) -> ClusterSnapshot:
         """The state now, as an object no later event changes (call on the event loop)."""
         if self._snapshot is None:
-            self._snapshot = ClusterSnapshot(dict(self._queues), dict(self._namespaces))
+            self._snapshot = ClusterSnapshot(
+                dict(self._queues),
+                dict(self._namespaces),
+                dict(self._labels),
+                self.owners.lineage,
+            )
         return self._snapshot
 
     async def start(self) -> None:
         """Begin following the watch in the background; returns at once."""
         if self._task is None:
             self._task = asyncio.create_task(self._supervise(), name="admission-cache")
+            await self.owners.start()
 
     async def wait_synced(self, timeout: float | None = None) -> None:
         await asyncio.wait_for(self.synced.wait(), timeout)
@@ -98,4 +113,5 @@ class AdmissionCache:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        await self.owners.stop()
         await self.informer.stop()

@@ -20,10 +20,12 @@ per review from :attr:`AdmissionOptions.queue_policy`, which a reloaded file swa
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from stromboli.core.admission.enrol import EnrolOptions, Lineage, enrol_pod
 from stromboli.core.admission.job import admission_message, validate_job_create, validate_job_update
 from stromboli.core.admission.mutate import mutate_job, mutate_podgroup, mutate_queue
 from stromboli.core.admission.pod import validate_pod_create
@@ -35,10 +37,14 @@ from stromboli.core.admission.queue import (
     validate_queue,
     validate_queue_delete,
 )
+from stromboli.core.admission.resourcegroups import ResourceGroup
 from stromboli.core.api import constants as k
 from stromboli.core.cluster.store import Obj
+from stromboli.core.logsafe import log_safe
 from stromboli.webhooks.jsonpatch import json_diff
 from stromboli.webhooks.review import AdmissionRequest, Verdict
+
+log = logging.getLogger(__name__)
 
 CREATE: Final = "CREATE"
 UPDATE: Final = "UPDATE"
@@ -60,6 +66,10 @@ class AdmissionOptions:
     enable_root_queue_protection: bool = True
     queue_policy: PolicySource = field(default_factory=lambda: EMPTY_POLICY)
     """The queue policy in force (``--queue-policy``); the empty one allows everything."""
+    resource_groups: tuple[ResourceGroup, ...] = ()
+    """``--admission-conf``: Volcano's resource groups, applied by ``/pods/mutate``."""
+    exempt_namespaces: frozenset[str] = frozenset({"kube-system"})
+    """Namespaces whose pods ``/pods/mutate`` never changes (the server adds its own)."""
 
     def policy(self) -> QueuePolicy:
         return self.queue_policy.current()
@@ -72,6 +82,10 @@ class ClusterSnapshot:
 
     queues: Mapping[str, Obj] = field(default_factory=dict)
     namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    lineage: Callable[[Mapping[str, Any], str], Lineage] | None = None
+    """A pod's owners and gang (:meth:`~stromboli.webhooks.owners.OwnerCache.lineage`):
+    live rather than snapshotted, its records are immutable and replaced whole."""
 
     def queue(self, name: str) -> Obj | None:
         return self.queues.get(name)
@@ -220,12 +234,22 @@ def _validate_podgroup(
 def _mutate_pod(
     request: AdmissionRequest, cluster: ClusterSnapshot, options: AdmissionOptions
 ) -> Verdict:
-    """Volcano's pod mutation only applies resource groups from ``--admission-conf`` (and a
-    feature-gated scheduling gate); with neither configured it changes nothing."""
+    """Volcano's resource groups (``--admission-conf``), then enrolment of the pods of
+    enrolled namespaces (:mod:`stromboli.core.admission.enrol`)."""
     pod = _needs_object(request)
-    if not options.policy().active:
-        return Verdict.allow()
-    return _mutation(request, _policy_default(request, pod, cluster, options))
+    namespace = request.namespace or str((pod.get("metadata") or {}).get("namespace") or "")
+    lineage = cluster.lineage
+    result = enrol_pod(
+        pod,
+        namespace,
+        cluster.namespace_labels.get(namespace) or {},
+        cluster.namespace_annotations(namespace),
+        EnrolOptions(options.scheduler_names, options.exempt_namespaces, options.resource_groups),
+        (lambda: lineage(pod, namespace)) if lineage is not None else Lineage,
+    )
+    for warning in result.warnings:
+        log.warning("pod %s/%s: %s", log_safe(namespace), log_safe(request.name), log_safe(warning))
+    return _mutation(request, _policy_default(request, result.pod, cluster, options))
 
 
 def _validate_pod(
