@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from stromboli.core.api import constants as k
 from stromboli.integrations.common import (
@@ -157,8 +157,10 @@ def tasks_of(template: Mapping[str, Any] | None) -> Sequence[Mapping[str, Any]]:
     return [t for t in tasks if isinstance(t, Mapping)] if isinstance(tasks, list) else ()
 
 
-def makes_pod(template: Mapping[str, Any] | None) -> bool:
-    return bool(template) and any(template.get(kind) for kind in POD_TEMPLATE_KINDS)
+def makes_pod(template: Mapping[str, Any] | None) -> TypeGuard[Mapping[str, Any]]:
+    if not template:
+        return False
+    return any(template.get(kind) for kind in POD_TEMPLATE_KINDS)
 
 
 def fan_out(step: Mapping[str, Any], field: str) -> int:
@@ -282,8 +284,8 @@ class WorkflowAdapter(BaseAdapter):
     def _convert(self, obj: Mapping[str, Any], context: Context) -> Conversion:
         wf = _Workflow(obj)
         if wf.scope == WORKFLOW_SCOPE:
-            group = wf.podgroup(wf.workflow_group_name(), 1, Resources())
-            return settle([group], [wf.mutation(wf.workflow_group_name(), "main")], context)
+            podgroup = wf.podgroup(wf.workflow_group_name(), 1, Resources())
+            return settle([podgroup], [wf.mutation(wf.workflow_group_name(), "main")], context)
         groups: dict[str, dict[str, Any]] = {}
         mutations: list[PodMutation] = []
         status = mapping(obj.get("status"), "status")

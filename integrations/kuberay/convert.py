@@ -299,14 +299,16 @@ class RayServiceAdapter(BaseAdapter):
             name = string(part.get("rayClusterName"), f"status.{key}.rayClusterName")
             if name:
                 names.add(name)
-        groups, mutations, adopted = [], [], []
+        groups: list[dict[str, Any]] = []
+        mutations: list[PodMutation] = []
+        adopted: list[str] = []
         for cluster in context.related_of(["RayCluster"]):
             cmeta = read_meta(cluster)
             if cmeta.name in names and cmeta.namespace == meta.namespace:
-                part = RayClusterAdapter().convert(cluster, context)
-                groups += part.podgroups
-                mutations += part.mutations
-                adopted += part.adopted
+                converted = RayClusterAdapter().convert(cluster, context)
+                groups += converted.podgroups
+                mutations += converted.mutations
+                adopted += converted.adopted
         return Conversion(
             tuple(groups),
             tuple(mutations),

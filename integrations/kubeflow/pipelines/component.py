@@ -31,6 +31,10 @@ TASK_CONFIG_PASSTHROUGHS = [
 ]
 
 
+# The outputs are kfp's functional NamedTuple, which type checkers refuse as an annotation (hence
+# the one ``type: ignore``): only this function's source reaches the step's pod, so a class
+# defined beside it would be an unknown name there, and kfp's executor in the pod reads the
+# outputs from this very annotation. (A comment here, above the def, stays out of that source.)
 def volcano_job(
     status: dsl.Output[dsl.Artifact],
     task_config: dsl.TaskConfig,
@@ -53,7 +57,7 @@ def volcano_job(
     timeout_seconds: int = 0,
     poll_seconds: float = 2.0,
     kubeconfig: str = "",
-) -> NamedTuple("Outputs", [("job_name", str), ("phase", str)]):
+) -> NamedTuple("Outputs", [("job_name", str), ("phase", str)]):  # type: ignore[valid-type]
     """Runs a Volcano Job (vcjob) on the cluster as one gang and waits until it finishes.
 
     Describe the job with image, command, replicas (one task) or tasks (several), or give a
