@@ -176,6 +176,8 @@ class AllocateAction(Action):
                     score = ssn.hyper_node_score(job, name, np.flatnonzero(mask)) if rank else 0.0
                 finally:
                     trial.discard()
+                for task in waiting:  # a trial placement is no hint where the task could go
+                    task.last_status, task.last_node = None, ""
                 if rank and (best is None or (rank, score) > best[:2]):
                     best = (rank, score, name)
             if best is not None:
