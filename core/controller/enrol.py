@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from stromboli.core.api import constants as k
 from stromboli.core.cluster.store import ClusterStore
 from stromboli.core.controller.podgroup import enrol_pod, needs_podgroup
 from stromboli.core.informer import Informer
@@ -16,6 +17,9 @@ POD = ("v1", "Pod")
 COMPONENT = "vc-controller-manager"
 #: Pods enrolled at once; each enrolment is a PodGroup create and a pod patch.
 ENROL_CONCURRENCY = 32
+#: Groups known to exist, so that later events of a pod the webhook named its group at
+#: admission (``needs_podgroup`` stays true for it) cost no create each.
+KNOWN_GROUPS = 100_000
 
 
 class PodEnroller:
@@ -33,12 +37,21 @@ class PodEnroller:
         self.quarantine = quarantine or Quarantine(COMPONENT)
         self.informer = Informer(store, [POD], self.seen, quarantine=self.quarantine)
         self._waiting: dict[str, dict] = {}
+        self._known: dict[tuple[str, str], None] = {}
         self._wake = asyncio.Event()
 
     def seen(self, _kind: tuple[str, str], event_type: str, pod: dict) -> None:
         """A pod event; call it directly to share another informer's pod watch."""
-        uid = pod["metadata"].get("uid", "")
-        if event_type != "DELETED" and needs_podgroup(pod, self.scheduler_names):
+        meta = pod["metadata"]
+        uid = meta.get("uid", "")
+        named = (meta.get("annotations") or {}).get(k.GROUP_NAME_ANNOTATION)
+        # A new pod always checks its group (it may have been deleted since); later events don't.
+        known = (
+            event_type != "ADDED"
+            and named is not None
+            and (meta.get("namespace", ""), named) in self._known
+        )
+        if event_type != "DELETED" and not known and needs_podgroup(pod, self.scheduler_names):
             self._waiting[uid] = pod
             self._wake.set()
         else:
@@ -53,7 +66,12 @@ class PodEnroller:
         async def one(pod: dict) -> bool:
             async with gate:
                 try:
-                    return await enrol_pod(self.store, pod) is not None
+                    name = await enrol_pod(self.store, pod)
+                    if name is not None:
+                        self._known[(pod["metadata"].get("namespace", ""), name)] = None
+                        if len(self._known) > KNOWN_GROUPS:
+                            del self._known[next(iter(self._known))]
+                    return name is not None
                 except ValueError as err:  # the pod cannot be read (a bad quantity): no group
                     self.quarantine.reject(pod, err, "Pod")
                     return False

@@ -28,14 +28,36 @@ PROPAGATED_ANNOTATIONS = (
 )
 
 
+def fallback_group_name(pod: dict) -> str | None:
+    """``podgroup-<controller owner uid>``, or ``podgroup-<pod uid>`` without an owner."""
+    meta = pod.get("metadata") or {}
+    owner = next((o for o in meta.get("ownerReferences") or () if o.get("controller")), None)
+    uid = owner.get("uid") if owner else meta.get("uid")
+    return f"podgroup-{uid}" if uid else None
+
+
 def needs_podgroup(pod: dict, scheduler_names: set[str]) -> bool:
+    """A pod of ours naming no group, or naming the one this controller would make: the
+    webhook's enrolment (``/pods/mutate``) writes that name at CREATE, before the group
+    exists, so the group is made here as for a pod that names none."""
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     if spec.get("schedulerName", "default-scheduler") not in scheduler_names:
         return False
-    if (meta.get("annotations") or {}).get(k.GROUP_NAME_ANNOTATION):
+    named = (meta.get("annotations") or {}).get(k.GROUP_NAME_ANNOTATION)
+    if named and named != fallback_group_name(pod):
         return False
     return not spec.get("nodeName") and not meta.get("deletionTimestamp")
+
+
+def min_member_of(pod: dict) -> int:
+    """The pod's ``scheduling.volcano.sh/group-min-member`` (the webhook copies it from the
+    workload owner), 1 when absent or not a count."""
+    text = str((pod["metadata"].get("annotations") or {}).get(k.GROUP_MIN_MEMBER_ANNOTATION, ""))
+    text = text.strip()
+    if text.isascii() and text.isdigit() and len(text) <= 10 and 0 < int(text) < 2**31:
+        return int(text)
+    return 1
 
 
 def podgroup_for(pod: dict, min_member: int = 1) -> dict:
@@ -84,7 +106,7 @@ def podgroup_for(pod: dict, min_member: int = 1) -> dict:
 
 async def enrol_pod(store: ClusterStore, pod: dict) -> str | None:
     """Create (or reuse) the pod's PodGroup and annotate the pod; returns the group name."""
-    pg = podgroup_for(pod)
+    pg = podgroup_for(pod, min_member_of(pod))
     name = pg["metadata"]["name"]
     meta = pod["metadata"]
     try:
@@ -96,6 +118,8 @@ async def enrol_pod(store: ClusterStore, pod: dict) -> str | None:
             "could not create PodGroup for pod %s/%s: %s", meta.get("namespace"), meta["name"], err
         )
         return None
+    if (meta.get("annotations") or {}).get(k.GROUP_NAME_ANNOTATION) == name:
+        return name  # named at admission: only the group was missing
     try:
         await store.patch(
             "v1",
