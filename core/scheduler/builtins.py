@@ -26,6 +26,7 @@ from stromboli.core.scheduler.plugins.binpack import BinpackPlugin
 from stromboli.core.scheduler.plugins.capacity import CapacityPlugin
 from stromboli.core.scheduler.plugins.cdp import CdpPlugin
 from stromboli.core.scheduler.plugins.conformance import ConformancePlugin
+from stromboli.core.scheduler.plugins.deviceshare import DeviceSharePlugin
 from stromboli.core.scheduler.plugins.drf import DrfPlugin
 from stromboli.core.scheduler.plugins.extender import ExtenderPlugin
 from stromboli.core.scheduler.plugins.gang import GangPlugin
@@ -58,6 +59,7 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     CapacityPlugin,
     CdpPlugin,
     ConformancePlugin,
+    DeviceSharePlugin,
     DrfPlugin,
     ExtenderPlugin,
     GangPlugin,

@@ -126,13 +126,14 @@ class SchedulerCache:
             "schedulerName", "default-scheduler"
         ) in self.scheduler_names
 
-    def assume_bound(self, task: TaskInfo, node: str) -> None:
+    def assume_bound(self, task: TaskInfo, node: str, pod: dict | None = None) -> None:
         """Treat a pod as bound to ``node`` right after a successful binding, until the watch
-        confirms it, so that the next cycle neither binds it again nor gives its room away."""
+        confirms it, so that the next cycle neither binds it again nor gives its room away.
+        ``pod`` is the pod as the binder last wrote it (with device ids), when it did."""
         self.assumed[task.uid] = node
         record = self.pods.get(task.uid)
         if record is not None:
-            self._pod(record.task.pod, deleted=False)
+            self._pod(pod if pod is not None else record.task.pod, deleted=False)
 
     def assume_evicted(self, task: TaskInfo) -> None:
         """Treat an evicted pod as terminating (Releasing) until the watch shows it deleted

@@ -151,27 +151,32 @@ class Scheduler:
             action_started = time.perf_counter()
             self.action(name).execute(ssn)
             stats.action_seconds[name] = time.perf_counter() - action_started
-        ssn.close()
         write_started = time.perf_counter()
         report = WriteReport()
         await self.writer.evict(ssn.outcome.evictions, report, ssn.jobs)
         for task in report.evicted:
             self.cache.assume_evicted(task)
         bind_started = time.perf_counter()
-        await self.writer.bind(ssn.outcome.binds, report)
+        await self.writer.bind(ssn.outcome.binds, report, ssn.outcome.pod_annotations)
         stats.stage_seconds["Bind"] = time.perf_counter() - bind_started
         stats.bound_at = self.clock.now()
         for task in report.bound:
-            self.cache.assume_bound(task, task.node_name)
+            self.cache.assume_bound(task, task.node_name, report.annotated.get(task.uid))
             # The API server has the binding now: the PodGroup status written below may count
             # the pod as bound (Running at once, not Inqueue first and Running a cycle later).
             ssn.jobs[task.job_id].update_status(task, TaskStatus.BOUND)
+        # Closed once nothing edits it any more (Volcano, too, binds while its session is
+        # open): the plugins' closing hooks write the conditions and shares collected below,
+        # and count a bound task as they count an allocated one.
+        close_started = time.perf_counter()
+        ssn.close()
+        close_seconds = time.perf_counter() - close_started
         changes = collect(ssn, format_time(now))
         await self.writer.write(changes)
         for job, error in ssn.outcome.set_aside:
             self.cache.quarantine.reject(job.podgroup, error, "PodGroup")
         await self.cache.quarantine.publish(self.writer.recorder)
-        stats.write_seconds = time.perf_counter() - write_started
+        stats.write_seconds = time.perf_counter() - write_started - close_seconds
         stats.bind_attempts = len(ssn.outcome.binds)
         stats.bound = len(report.bound)
         stats.bound_tasks = report.bound

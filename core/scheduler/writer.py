@@ -33,6 +33,8 @@ class WriteReport:
     bound: list[TaskInfo] = field(default_factory=list)
     bind_failures: list[tuple[TaskInfo, str]] = field(default_factory=list)
     evicted: list[TaskInfo] = field(default_factory=list)
+    #: Pods as they were after their annotations were written before binding, by uid.
+    annotated: dict[str, dict] = field(default_factory=dict)
 
 
 async def bounded(items: Iterable[T], work: Callable[[T], Awaitable[None]], limit: int) -> None:
@@ -93,9 +95,30 @@ class StatusWriter:
         self.recorder = recorder
         self.concurrency = concurrency
 
-    async def bind(self, binds: list[tuple[TaskInfo, str]], report: WriteReport) -> None:
+    async def bind(
+        self,
+        binds: list[tuple[TaskInfo, str]],
+        report: WriteReport,
+        annotations: Mapping[str, dict[str, str]] | None = None,
+    ) -> None:
+        """Bind each pod; a pod with ``annotations`` (by uid) gets them patched on first, so
+        that whatever acts on the binding (a device plugin) already sees them."""
+
         async def one(item: tuple[TaskInfo, str]) -> None:
             task, node = item
+            notes = (annotations or {}).get(task.uid)
+            if notes:
+                try:
+                    report.annotated[task.uid] = await self.store.patch(
+                        "v1", "Pod", task.name, {"metadata": {"annotations": notes}}, task.namespace
+                    )
+                except ApiError as err:
+                    message = f"failed to write device annotations before binding: {err}"
+                    report.bind_failures.append((task, message))
+                    await self._pod_condition(
+                        PodCondition(task.namespace, task.name, "SchedulerError", message)
+                    )
+                    return
             try:
                 await self.store.bind(task.namespace, task.name, node, task.uid)
             except ApiError as err:

@@ -13,12 +13,20 @@ from stromboli.core.scheduler.api.resource import Resource
 
 #: Priority a task gets when its pod carries none (Volcano's default task priority).
 DEFAULT_TASK_PRIORITY = 1
+#: vGPU amounts that no node advertises as a resource: the ``deviceshare`` plugin checks them
+#: card by card, so they are left out of the requests nodes are fitted against (Volcano's
+#: "ignored devices").
+IGNORED_DEVICE_RESOURCES = frozenset(
+    ("volcano.sh/vgpu-memory", "volcano.sh/vgpu-memory-percentage", "volcano.sh/vgpu-cores")
+)
 
 
 def _container_requests(container: dict, where: str) -> Resource:
     resources = container.get("resources") or {}
     # Kubernetes defaults each missing request to its limit, resource by resource.
     requests = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+    for name in IGNORED_DEVICE_RESOURCES.intersection(requests):
+        del requests[name]
     return Resource.from_list(requests, f"{where}.resources.requests")
 
 

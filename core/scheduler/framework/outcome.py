@@ -21,3 +21,6 @@ class SessionOutcome:
     #: Jobs an action could not work on (an error in a plugin on this job's data): their
     #: statements were discarded, and the scheduler reports them and goes on with the rest.
     set_aside: list[tuple[JobInfo, Exception]] = field(default_factory=list)
+    #: Annotations to write on a pod before it is bound, by task uid (device ids chosen by
+    #: ``deviceshare``, which the node's device plugin reads).
+    pod_annotations: dict[str, dict[str, str]] = field(default_factory=dict)
