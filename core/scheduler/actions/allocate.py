@@ -190,6 +190,8 @@ class AllocateAction(Action):
             f"the gang does not fit in {where} of tier <= {topology.highest_tier} "
             f"(networkTopology mode {topology.mode})"
         )
+        for task in waiting:
+            ssn.record_fit_error(job, task, job.job_fit_error)
         return None
 
     @staticmethod
@@ -214,7 +216,7 @@ class AllocateAction(Action):
                     job, task, f"queue {queue.name} has not enough resources left for the task"
                 )
                 continue
-            result = place(ssn, task, domain=domain)
+            result = place(ssn, task) if domain is None else place(ssn, task, domain=domain)
             if isinstance(result, FitErrors):
                 ssn.record_fit_error(job, task, result)
                 failed_roles.add(task.role)

@@ -103,6 +103,7 @@ def test_hard_gang_pending_when_no_rack_holds_it() -> None:
     assert placed == {}
     job = ssn.jobs["default/j"]
     assert "tier <= 1" in job.job_fit_error and "hard" in job.job_fit_error
+    assert set(job.fit_errors.values()) == {job.job_fit_error}  # each pod says why
 
 
 def test_hard_tier_2_falls_to_a_spine_when_no_rack_holds_it() -> None:
