@@ -469,7 +469,9 @@ def with_default_queue(
         current = annotations.get(k.QUEUE_NAME_ANNOTATION_KEY)
         if not unchosen(current) or not chosen or chosen == current:
             return obj
-        out = copy.deepcopy(dict(obj))
+        if not isinstance(obj.get("metadata", {}), dict):
+            return obj  # not an object: the schema names the field
+        out = copy.deepcopy(obj)
         meta = out.setdefault("metadata", {})
         if not isinstance(meta.get("annotations"), dict):
             meta["annotations"] = {}
