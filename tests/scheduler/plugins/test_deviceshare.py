@@ -220,7 +220,7 @@ async def test_whole_gpus_select_the_model_by_feature_discovery_label(tmp_path: 
 
 
 async def test_device_use_counts_in_queue_allocated(tmp_path: Path) -> None:
-    objects = [vgpu_node("n1", card("GPU-a"), card("GPU-b", 1))] + vgpu_pod("p", 2, 1000)
+    objects = [vgpu_node("n1", card("GPU-a"), card("GPU-b", 1)), *vgpu_pod("p", 2, 1000)]
     c = await cluster(tmp_path, VGPU_ARGS, *objects)
     await c.run(2)
     ids = vgpu.decode(notes(await c.pod("p"))[k.VGPU_IDS_NEW_KEY])
@@ -247,7 +247,7 @@ async def test_a_malformed_registration_offers_no_vgpus_and_breaks_nothing(
 ) -> None:
     broken = vgpu_node("broken", card("GPU-x"))
     broken["metadata"]["annotations"][k.NODE_VGPU_REGISTER_KEY] = "[{not json"
-    objects = [broken, vgpu_node("good", card("GPU-g"))] + vgpu_pod("p", 1, 1000)
+    objects = [broken, vgpu_node("good", card("GPU-g")), *vgpu_pod("p", 1, 1000)]
     c = await cluster(tmp_path, VGPU_ARGS, *objects)
     await c.run()
     assert (await c.pod("p"))["spec"]["nodeName"] == "good"
