@@ -34,10 +34,8 @@ import yaml
 
 from stromboli.core.api.quantity import parse_quantity
 
-try:
-    from yaml import CSafeLoader as _Loader
-except ImportError:  # pragma: no cover - libyaml is part of PyYAML wheels
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+#: libyaml's loader where PyYAML has it (its wheels do), else the pure-Python one.
+_Loader: type[yaml.CSafeLoader | yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 API_VERSION: Final = "stromboli.dev/v1alpha1"
 KIND: Final = "QueuePolicy"

@@ -56,14 +56,15 @@ def loads_deep(text: str) -> Any:
     while True:
         match = _TOKEN.match(text, position)
         if match is None:
-            if _SPACE.match(text, position).end() == len(text) and done:  # type: ignore[union-attr]
+            if _SPACE.fullmatch(text, position) is not None and done:
                 return result
             raise DeepJSONError(f"invalid JSON at character {position}")
         position = match.end()
         if done:
             raise DeepJSONError(f"extra data at character {match.start()}")
         kind = match.lastgroup
-        token = match.group(kind)  # type: ignore[arg-type]
+        assert kind is not None  # every alternative of _TOKEN is a named group
+        token = match.group(kind)
         closing_after_comma = after_comma and token in "}]"
         after_comma = token == ","
         if closing_after_comma:
@@ -97,7 +98,7 @@ def loads_deep(text: str) -> Any:
                 raise DeepJSONError(f"unexpected ':' at character {match.start()}")
             expect_value = True
             continue
-        value = _scalar(kind, token)  # type: ignore[arg-type]
+        value = _scalar(kind, token)
         if stack and isinstance(stack[-1][0], dict) and stack[-1][1] is None and not expect_value:
             if not isinstance(value, str) or kind != "string":
                 raise DeepJSONError(f"object keys must be strings (character {match.start()})")

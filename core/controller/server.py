@@ -125,8 +125,9 @@ class ControllerServer:
             stopping = asyncio.create_task(self.stopping.wait())
             done, _ = await asyncio.wait({stopping, *workers}, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
-                if task is not stopping and task.exception() is not None:
-                    raise task.exception()  # type: ignore[misc]
+                error = task.exception() if task is not stopping else None
+                if error is not None:
+                    raise error
         finally:
             for task in workers:
                 task.cancel()

@@ -13,7 +13,7 @@ import numpy as np
 
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.resource import EPSILON
-from stromboli.core.scheduler.framework.points import ExtensionPoint
+from stromboli.core.scheduler.framework.points import ExtensionPoint, VictimFilter
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.util.placement import requested_columns
 
@@ -74,7 +74,8 @@ def explain(ssn: Session, task: TaskInfo) -> Explanation:
                 ("resources", f"Insufficient {name} (asks {vector[column]:g}, free {free:g})")
             )
     for plugin, fn in ssn.callbacks(ExtensionPoint.PREDICATE):
-        result = fn(task)  # type: ignore[operator]
+        assert not isinstance(fn, VictimFilter)  # accepted on victim_tasks only
+        result = fn(task)
         for mask, reason, _ in result.reasons:
             for position in np.flatnonzero(mask):
                 verdicts[position].failures.append((plugin, reason))
@@ -83,7 +84,8 @@ def explain(ssn: Session, task: TaskInfo) -> Explanation:
     if positions.shape[0]:
         for point in (ExtensionPoint.NODE_ORDER, ExtensionPoint.BATCH_NODE_ORDER):
             for plugin, fn in ssn.callbacks(point):
-                scores = fn(task, positions)  # type: ignore[operator]
+                assert not isinstance(fn, VictimFilter)  # accepted on victim_tasks only
+                scores = fn(task, positions)
                 for position, score in zip(positions, scores, strict=True):
                     verdicts[position].scores[plugin] = verdicts[position].scores.get(
                         plugin, 0.0

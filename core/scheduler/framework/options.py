@@ -16,7 +16,7 @@ P = ExtensionPoint
 
 #: Extension point → the YAML switch that turns it off for one plugin (default on). Points
 #: missing here (``job_valid``, ``victim_queue_order``) have no switch, as in Volcano.
-SWITCHES: dict[ExtensionPoint, str] = {
+SWITCHES: dict[str, str] = {
     P.JOB_ORDER: "enableJobOrder",
     P.JOB_READY: "enableJobReady",
     P.JOB_PIPELINED: "enableJobPipelined",
@@ -65,7 +65,7 @@ class PluginOption:
 
     def enabled(self, point: str) -> bool:
         """Whether this plugin's callback on extension ``point`` takes part."""
-        switch = SWITCHES.get(point)  # type: ignore[call-overload]
+        switch = SWITCHES.get(point)
         if switch is None:
             return True
         return self.switches.get(switch, True)

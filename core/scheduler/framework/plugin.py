@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, ClassVar
 from stromboli.core.scheduler.framework.arguments import Arguments
 
 if TYPE_CHECKING:
+    from stromboli.core.scheduler.framework.options import PluginOption
     from stromboli.core.scheduler.framework.session import Session
 
 
@@ -26,6 +27,9 @@ class Plugin:
     known_arguments: ClassVar[dict[str, object]] = {}
     #: Argument key prefixes accepted with any suffix (such as ``binpack.resources.``).
     argument_prefixes: ClassVar[tuple[str, ...]] = ()
+    #: The tier entry (name, arguments, switches) the session built this plugin from; None for
+    #: a plugin made outside a session.
+    option: PluginOption | None = None
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments

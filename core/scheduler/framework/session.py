@@ -122,7 +122,7 @@ class Session:
         for tier in self.tiers:
             for option in tier:
                 plugin = PLUGINS[option.name](option.arguments)
-                plugin.option = option  # type: ignore[attr-defined]
+                plugin.option = option
                 self.plugins[option.name] = plugin
                 started = time.perf_counter()
                 plugin.on_session_open(self)

@@ -19,7 +19,7 @@ import contextlib
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from operator import attrgetter, is_
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import numpy as np
 
@@ -135,16 +135,18 @@ class NodeIndex:
             if len(self._memo) >= MEMO_LIMIT:
                 self._memo.clear()
             value = self._memo[key] = build()
-        return value  # type: ignore[return-value]
+        return cast(T, value)  # what build() made for this key
 
     def column(self, key: str) -> LabelColumn:
         column = self._columns.get(key)
         if column is None:
-            vocab: dict[str | None, int] = {None: 0}
-            numbered = [vocab.setdefault(labels.get(key), len(vocab)) for labels in self.facts[0]]
-            del vocab[None]
+            vocab: dict[str, int] = {}
+            numbered = [
+                0 if (value := labels.get(key)) is None else vocab.setdefault(value, len(vocab) + 1)
+                for labels in self.facts[0]
+            ]
             slots = np.array(numbered, dtype=np.int32)
-            column = self._columns[key] = LabelColumn(slots, vocab)  # type: ignore[arg-type]
+            column = self._columns[key] = LabelColumn(slots, vocab)
         return column
 
     def numbers(self, key: str) -> np.ndarray:
