@@ -12,6 +12,11 @@ sends it and waited for at most 10 s. It prints p50/p99/max latency per path and
 answers by HTTP status, timeouts and connection errors, the last answer's lag after the last
 send (a backlog shows here), and the server's own outcome counters.
 
+``--enrol`` makes the ``/pods/mutate`` review the enrolment case: a pod with no scheduler in
+a namespace labelled ``stromboli.dev/enroll: "true"``, owned by a ReplicaSet the server
+follows by watch (the owner chain of a Deployment's pod), so the answer carries the
+scheduler, queue and ``podgroup-<uid>`` patch.
+
 ``--memory`` then sends reviews just under the 7 MiB body limit, several at once, and prints
 the server's peak RSS (``VmHWM``) before and after.
 
@@ -37,6 +42,7 @@ from pathlib import Path
 
 PATHS = ("/jobs/validate", "/queues/validate", "/pods/mutate", "/pods/validate")
 QUEUES = "/apis/scheduling.volcano.sh/v1beta1/queues"
+ENROLLED = "bench-enrol"
 
 
 # --- reviews ---------------------------------------------------------------------------------
@@ -61,7 +67,23 @@ def _review(kind: tuple[str, str, str, str], obj: dict, operation: str = "CREATE
     }
 
 
-def reviews() -> dict[str, bytes]:
+def _enrolled_pod(container: dict, owner_uid: str) -> dict:
+    owner = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "name": "web",
+        "uid": owner_uid,
+        "controller": True,
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"generateName": "web-", "namespace": ENROLLED, "ownerReferences": [owner]},
+        "spec": {"containers": [container]},
+    }
+
+
+def reviews(owner_uid: str = "") -> dict[str, bytes]:
     container = {
         "name": "main",
         "image": "busybox",
@@ -107,7 +129,9 @@ def reviews() -> dict[str, bytes]:
     bodies = {
         "/jobs/validate": _review(("batch.volcano.sh", "v1alpha1", "Job", "jobs"), job),
         "/queues/validate": _review(("scheduling.volcano.sh", "v1beta1", "Queue", "queues"), queue),
-        "/pods/mutate": _review(pod_kind, pod),
+        "/pods/mutate": _review(
+            pod_kind, _enrolled_pod(container, owner_uid) if owner_uid else pod
+        ),
         "/pods/validate": _review(pod_kind, pod),
     }
     return {path: json.dumps(body).encode() for path, body in bodies.items()}
@@ -116,11 +140,11 @@ def reviews() -> dict[str, bytes]:
 # --- the load process ------------------------------------------------------------------------
 
 
-async def load(base: str, ca: str, rate: float, seconds: float) -> dict:
+async def load(base: str, ca: str, rate: float, seconds: float, owner_uid: str = "") -> dict:
     import aiohttp
 
     trust = ssl.create_default_context(cafile=ca)
-    bodies = reviews()
+    bodies = reviews(owner_uid)
     latencies: dict[str, list[float]] = defaultdict(list)
     statuses: Counter[str] = Counter()
     last_answer = 0.0
@@ -137,8 +161,10 @@ async def load(base: str, ca: str, rate: float, seconds: float) -> dict:
                     data=bodies[path],
                     headers={"Content-Type": "application/json"},
                 ) as response:
-                    await response.read()
+                    answer = await response.read()
                     statuses[str(response.status)] += 1
+                    if path == "/pods/mutate" and b'"patch"' in answer:
+                        statuses["/pods/mutate patched"] += 1
                     if response.status == 200:
                         latencies[path].append(time.perf_counter() - started)
             except TimeoutError:
@@ -242,15 +268,49 @@ async def memory_probe(base: str, ca: str, concurrent: int) -> dict[str, int]:
     return {"body_bytes": len(body), **statuses}
 
 
+def _enrolment_owner(client) -> str:  # type: ignore[no-untyped-def]
+    """An enrolled namespace and a ReplicaSet of no replicas in it; returns its uid."""
+    labels = {"stromboli.dev/enroll": "true"}
+    client.post(
+        "/api/v1/namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ENROLLED, "labels": labels}},
+    )
+    template = {
+        "metadata": {"labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+    made = client.post(
+        f"/apis/apps/v1/namespaces/{ENROLLED}/replicasets",
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {
+                "name": "web",
+                "annotations": {"scheduling.volcano.sh/group-min-member": "2"},
+            },
+            "spec": {
+                "replicas": 0,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": template,
+            },
+        },
+    )
+    return made["metadata"]["uid"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, default=200.0)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--memory", action="store_true", help="also the memory probe")
+    parser.add_argument("--enrol", action="store_true", help="/pods/mutate enrols (owner chain)")
     parser.add_argument("--load", nargs=2, metavar=("BASE", "CA"), help=argparse.SUPPRESS)
+    parser.add_argument("--owner-uid", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.load:  # the second process
-        result = asyncio.run(load(args.load[0], args.load[1], args.rate, args.seconds))
+        result = asyncio.run(
+            load(args.load[0], args.load[1], args.rate, args.seconds, args.owner_uid)
+        )
         print(json.dumps(result))
         return
 
@@ -275,6 +335,7 @@ def main() -> None:
             except Exception as err:  # root may be made by the CRD install in time
                 print(f"queue {name}: {err}", file=sys.stderr)
             cp.client.patch(f"{QUEUES}/{name}/status", {"status": {"state": "Open"}})
+        owner_uid = _enrolment_owner(cp.client) if args.enrol else ""
         certificate = self_signed(["127.0.0.1"])
         for name, data in (
             ("tls.crt", certificate.cert_pem),
@@ -308,10 +369,13 @@ def main() -> None:
             base = f"https://127.0.0.1:{port}"
             print(f"webhook-manager pid {server.pid}, peak RSS {peak_rss_mib(server.pid):.0f} MiB")
             print(f"load: {args.rate:.0f} req/s for {args.seconds:.0f} s, {', '.join(PATHS)}")
+            if owner_uid:
+                print(f"/pods/mutate: enrolment of a pod owned by ReplicaSet uid {owner_uid}")
             loader = subprocess.run(
                 [
                     *(sys.executable, __file__, "--load", base, str(run_dir / "ca.crt")),
                     *(f"--rate={args.rate}", f"--seconds={args.seconds}"),
+                    f"--owner-uid={owner_uid}",
                 ],
                 capture_output=True,
                 text=True,
