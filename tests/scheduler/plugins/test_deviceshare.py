@@ -264,3 +264,28 @@ async def test_schedule_policy_picks_the_card(tmp_path: Path, policy: str, expec
     await c.add(*vgpu_pod("second", 1, 1000))
     await c.run()
     assert vgpu.decode(notes(await c.pod("second"))[k.VGPU_IDS_NEW_KEY])[0][0].uuid == expected
+
+
+async def test_exclusive_rule_keeps_matching_pods_on_separate_cards(tmp_path: Path) -> None:
+    args = {**VGPU_ARGS, "deviceshare.GPUExclusiveRules": [{"app": "trainer"}]}
+    objects = [vgpu_node("n1", card("GPU-a", 0), card("GPU-b", 1))]
+    for i in range(3):
+        objects += vgpu_pod(f"t{i}", 1, 1000, labels={"app": "trainer"})
+    c = await cluster(tmp_path, args, *objects)
+    await c.run(2)
+    given = [notes(await c.pod(f"t{i}")).get(k.VGPU_IDS_NEW_KEY) for i in range(3)]
+    assert sorted(g.split(",")[0] for g in given if g) == ["GPU-a", "GPU-b"]
+    assert given.count(None) == 1
+
+
+async def test_a_gang_that_does_not_fit_writes_no_device_ids(tmp_path: Path) -> None:
+    gang = [podgroup("g", 2)]
+    extra = {"volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": "30000"}
+    for i in range(2):
+        gang.append(pod(f"g-{i}", group="g", containers=[container("1", extra=extra)]))
+    c = await cluster(tmp_path, VGPU_ARGS, vgpu_node("n1", card("GPU-a")), *gang)
+    await c.run(2)
+    for i in range(2):
+        member = await c.pod(f"g-{i}")
+        assert not member["spec"].get("nodeName")
+        assert k.VGPU_IDS_NEW_KEY not in notes(member)
