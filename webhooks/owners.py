@@ -146,6 +146,8 @@ def record_of(obj: Mapping[str, Any], convert: bool = False) -> OwnerRecord | No
             conversion = framework.convert(obj)
         except ConversionError as err:  # the adapter's live handler reports it; enrol by name
             log.debug("no conversion of %s: %s", kind, err)
+        except Exception:  # an adapter bug: enrol by name, and say so
+            log.warning("conversion of %s %s failed", kind, meta.get("name"), exc_info=True)
     annotations = _short(meta.get("annotations"), None if framework else KEPT_ANNOTATIONS)
     return OwnerRecord(
         owner=Owner(
