@@ -19,16 +19,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from stromboli.core.admission.mutate import mutate_job
 from stromboli.core.admission.policy import QueuePolicy
 from stromboli.core.api import constants as k
 from stromboli.core.clock import VirtualClock
 from stromboli.core.cluster.errors import ApiError
 from stromboli.core.cluster.memory import MemoryStore
 from stromboli.core.controller.cronjob import CronJobController
+from stromboli.core.controller.enrol import POD, PodEnroller
 from stromboli.core.controller.job.controller import JobController
 from stromboli.core.controller.jobflow import JobFlowController
-from stromboli.core.controller.podgroup import enrol_pod, needs_podgroup
 from stromboli.core.scheduler.conf import ConfigSource
 from stromboli.core.scheduler.metrics import SchedulerMetrics
 from stromboli.core.scheduler.scheduler import Scheduler
@@ -94,11 +93,18 @@ class Simulation:
         self.config = ConfigSource(scheduler_conf)
         self.scheduler = Scheduler(self.store, self.clock, self.config)
         self.lifecycle = PodLifecycle(self.store, self.clock)
+        self.scheduler_names = {k.DEFAULT_SCHEDULER_NAME}
+        #: One admission pass per object submitted: the input's, and what controllers create.
         self.admission = Admission()
         if queue_policy is not None:
             self.admission.queue_policy = queue_policy
         # The vcjob controller; pods it creates pass the same admission as the input's.
         self.controller = JobController(self.store, self.clock, mutate_pod=self.admission.admit)
+        # The PodGroup controller's enrolment of plain pods, as the live controller runs it;
+        # fed each pod as it is created rather than through a watch of its own.
+        self.enroller = PodEnroller(
+            self.store, self.scheduler_names, events=self.controller.recorder
+        )
         # CronJobs and JobFlows: the jobs they create get the job webhook's defaults and checks.
         self.cronjobs = CronJobController(self.store, self.clock, mutate_job=self._admit_cron_job)
         self.max_cron_runs = max_cron_runs
@@ -111,10 +117,9 @@ class Simulation:
         self.on_progress = on_progress
         #: Fed every cycle, as ``stromboli scheduler`` feeds the one it serves.
         self.metrics = metrics
-        self.scheduler_names = {k.DEFAULT_SCHEDULER_NAME}
 
     def _admit_job(self, job: dict) -> dict:
-        return self.admission.admit(mutate_job(job))
+        return self.admission.admit(job)
 
     def _admit_cron_job(self, job: dict) -> dict:
         meta = job.get("metadata") or {}
@@ -173,12 +178,11 @@ class Simulation:
         if obj["kind"] == "Queue" and not (created.get("status") or {}).get("state"):
             created["status"] = {**(created.get("status") or {}), "state": "Open"}
             created = await self.store.update_status(created)
-        if obj["kind"] != "Pod":
-            return
-        if (created.get("spec") or {}).get("nodeName"):
-            return  # already placed: the lifecycle starts it running there
-        if needs_podgroup(created, self.scheduler_names):
-            await enrol_pod(self.store, created)
+        if obj["kind"] == "Pod":
+            # Enrolled now, before the next object is created: the PodGroup's uid (and so every
+            # tie broken by uid) depends on the order of creation.
+            self.enroller.seen(POD, "ADDED", created)
+            await self.enroller.enrol_waiting()
 
     async def run(self) -> SimulationResult:
         started = time.perf_counter()

@@ -1,7 +1,10 @@
-"""Reading simulation input: multi-document Kubernetes YAML, validated at the edge.
+"""Reading simulation input: multi-document Kubernetes YAML, parsed and shape-checked.
 
-Every document is checked by the same models the API uses; errors name the file, the
+Every document is checked by the same models the API uses (the schema step of the admission
+pass, :func:`~stromboli.core.simulate.admission.check_schema`); errors name the file, the
 document number, the object and the field, and stop the run before anything is simulated.
+The loader changes nothing but the namespace (``default`` when unset, as ``kubectl`` sends
+it): the object is admitted, mutation included, when the engine submits it.
 """
 
 from __future__ import annotations
@@ -10,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stromboli.core.admission.mutate import mutate_job, mutate_queue
 from stromboli.core.api import constants as k
 from stromboli.core.api.durations import parse_duration
-from stromboli.core.api.registry import InvalidObjectError, kind_info, validate_object
+from stromboli.core.api.registry import InvalidObjectError, kind_info
+from stromboli.core.simulate.admission import check_schema
 from stromboli.core.simulate.yamlbounds import MAX_FILE_BYTES, YamlBoundsError, load_documents
 
 
@@ -23,6 +26,8 @@ class SimulationInputError(ValueError):
 
 @dataclass(slots=True)
 class SimObject:
+    """One input object, not yet admitted (the engine admits it when it is submitted)."""
+
     obj: dict[str, Any]
     submit_at: float
     where: str
@@ -106,20 +111,16 @@ def _type_name(value: Any) -> str:
 
 
 def load(paths: list[str | Path]) -> list[SimObject]:
-    """Validated objects of every file, in file order, each with its submit time."""
+    """The objects of every file as written (shape-checked, namespace set), in file order,
+    each with its submit time."""
     objects: list[SimObject] = []
     seen: dict[tuple[str, str, str, str], str] = {}
     for path in paths:
         for where, doc in _documents(Path(path)):
             if not isinstance(doc, dict):
                 raise SimulationInputError(f"{where}: expected a Kubernetes object (a mapping)")
-            if doc.get("kind") == "Queue" and doc.get("apiVersion") == k.SCHEDULING_V1BETA1:
-                # Volcano's webhook defaults a queue before the API server validates it.
-                doc = mutate_queue(doc)
-            elif doc.get("kind") == "Job" and doc.get("apiVersion") == k.BATCH_V1ALPHA1:
-                doc = mutate_job(doc)  # the job webhook's defaults (task names, minAvailable)
             try:
-                obj = validate_object(doc, where)
+                obj = check_schema(doc, where)
             except InvalidObjectError as err:
                 raise SimulationInputError(str(err)) from None
             info = kind_info(obj["apiVersion"], obj["kind"])
@@ -129,6 +130,9 @@ def load(paths: list[str | Path]) -> list[SimObject]:
             name = meta.get("name")
             if not name:
                 raise SimulationInputError(f"{where}: {obj['kind']}: metadata.name is required")
+            if "namespace" in meta:
+                # The checked copy is dropped: the document goes on as written but for this.
+                doc = {**doc, "metadata": {**doc["metadata"], "namespace": meta["namespace"]}}
             key = (obj["apiVersion"], obj["kind"], meta.get("namespace", ""), name)
             if key in seen:
                 raise SimulationInputError(
@@ -139,7 +143,7 @@ def load(paths: list[str | Path]) -> list[SimObject]:
             for key_name in (k.SIM_RUNTIME_ANNOTATION,):
                 _annotation_seconds(obj, key_name, where, name)
             _check_exit_code(obj, where, name)
-            objects.append(SimObject(obj, submit_at, where))
+            objects.append(SimObject(doc, submit_at, where))
     return objects
 
 
