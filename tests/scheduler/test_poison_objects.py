@@ -179,10 +179,10 @@ async def test_job_that_breaks_a_plugin_is_set_aside_and_others_are_bound(
 
     real_place = allocate.place
 
-    def place(ssn, task):  # type: ignore[no-untyped-def]
+    def place(ssn, task, *args, **kwargs):  # type: ignore[no-untyped-def]
         if task.job_id == "default/cursed":
             raise ValueError("metadata.annotations[x]: unreadable")
-        return real_place(ssn, task)
+        return real_place(ssn, task, *args, **kwargs)
 
     monkeypatch.setattr(allocate, "place", place)
     c = await cluster(tmp_path)
