@@ -1,5 +1,6 @@
-"""Live enrolment of plain pods into one-pod PodGroups (the pg-controller's job), following
-pod events; the rules themselves are in ``podgroup.py``, shared with the simulator."""
+"""Enrolment of plain pods into one-pod PodGroups (the pg-controller's job), following pod
+events: its own watch on a live cluster, or events fed through ``seen`` (the simulator feeds
+each pod as it creates it). The rules themselves are in ``podgroup.py``."""
 
 from __future__ import annotations
 
