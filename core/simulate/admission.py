@@ -41,7 +41,7 @@ class AdmissionError(ValueError):
 
 
 def _open_queue(name: str) -> dict:
-    spec = {"weight": 1, "reclaimable": name != k.ROOT_QUEUE}
+    spec: dict[str, Any] = {"weight": 1, "reclaimable": name != k.ROOT_QUEUE}
     if name != k.ROOT_QUEUE:
         spec["parent"] = k.ROOT_QUEUE
     return {
