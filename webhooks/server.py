@@ -426,8 +426,8 @@ class WebhookServer:
         await self.runner.setup()
         site = web.TCPSite(self.runner, host, options.port, ssl_context=certificate.ssl_context())
         await site.start()
-        sockets = site._server.sockets if site._server else ()  # type: ignore[union-attr]
-        self.port = sockets[0].getsockname()[1] if sockets else options.port
+        addresses = self.runner.addresses  # the socket names of this runner's one site
+        self.port = addresses[0][1] if addresses else options.port
         log.info(
             "serving %s on https://%s:%d",
             ",".join(s.path for s in self.services),

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 import orjson
@@ -24,7 +26,7 @@ from stromboli.core.simulate.loader import SimulationInputError, load
 from stromboli.core.simulate.output import as_list
 
 
-def _progress(total: int):  # type: ignore[no-untyped-def]
+def _progress(total: int) -> tuple[Any, Callable[[float, int], None]]:
     """A progress bar on stderr for long runs (arrivals delivered over total)."""
     from rich.progress import BarColumn, Progress, TextColumn
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 import click
 
@@ -16,6 +17,7 @@ from stromboli.core.admission.queue import DEFAULT_MAX_QUEUE_DEPTH
 from stromboli.core.admission.resourcegroups import AdmissionConfError, load_admission_conf
 from stromboli.core.api import constants as k
 from stromboli.core.cli.process import (
+    CommandFunction,
     go_bool,
     kube_options,
     kube_store_factory,
@@ -64,7 +66,7 @@ def _queue_policy(path: str | None, enabled_admission: str) -> PolicyFile | None
     return policy
 
 
-def _go_flag(name: str, default: str, help: str):  # type: ignore[no-untyped-def]
+def _go_flag(name: str, default: str, help: str) -> Callable[[CommandFunction], CommandFunction]:
     return click.option(
         name, is_flag=False, flag_value="true", default=default, show_default=True, help=help
     )

@@ -65,8 +65,12 @@ def sample(now: float, scheduler: Scheduler) -> Sample:
             queues[name] = (_dominant(allocated, cluster), math.nan)
     return Sample(
         time=now,
-        cpu=_fraction(float(used[0]), float(total[0])) if total is not None else 0.0,
-        memory=_fraction(float(used[1]), float(total[1])) if total is not None else 0.0,
+        cpu=_fraction(float(used[0]), float(total[0]))
+        if total is not None and used is not None
+        else 0.0,
+        memory=_fraction(float(used[1]), float(total[1]))
+        if total is not None and used is not None
+        else 0.0,
         pending_pods=pending,
         running_pods=running,
         queues=queues,
