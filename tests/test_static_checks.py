@@ -1,5 +1,6 @@
 """The checks that keep the code's shape: ruff, the import layers (import-linter contracts in
-pyproject.toml), run as the README's test command runs everything."""
+pyproject.toml) and the type checker (mypy, configured there too), run as the README's test
+command runs everything."""
 
 from __future__ import annotations
 
@@ -21,6 +22,11 @@ def test_import_layers_hold() -> None:
     result = run("lint-imports", "--no-cache")
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert "0 broken" in result.stdout
+
+
+def test_types_check() -> None:
+    result = run("mypy")
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
 
 
 def test_ruff_is_clean() -> None:
