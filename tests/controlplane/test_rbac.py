@@ -98,11 +98,17 @@ CONTROLLER_CALLS: set[Grant] = (
     | grants("networking.k8s.io/networkpolicies", "create", "delete")
     | grants("events", "create", "get", "update")
 )
-# webhooks/cache.py follows queues and namespaces; webhooks/registration.py reads, creates and
-# updates its own configurations, by name (creating cannot be limited to a name).
+# webhooks/cache.py follows queues and namespaces; webhooks/owners.py follows the kinds between
+# a pod and its workload and reads any other owner (a driver pod, a framework object) once;
+# webhooks/registration.py reads, creates and updates its own configurations, by name
+# (creating cannot be limited to a name).
 WEBHOOK_CALLS: set[Grant] = (
     grants("scheduling.volcano.sh/queues", *R)
     | grants("namespaces", *R)
+    | grants("apps/replicasets", *W)
+    | grants("apps/statefulsets", *W)
+    | grants("batch/jobs", *W)
+    | grants("pods", "get")
     | grants("admissionregistration.k8s.io/mutatingwebhookconfigurations", "create")
     | grants("admissionregistration.k8s.io/validatingwebhookconfigurations", "create")
 )
