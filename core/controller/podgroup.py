@@ -81,7 +81,13 @@ def podgroup_for(pod: dict, min_member: int = 1) -> dict:
         topology: dict = {"mode": mode}
         tier = annotations.get(k.NETWORK_TOPOLOGY_HIGHEST_TIER_KEY)
         if tier is not None:
-            topology["highestTierAllowed"] = int(tier)
+            try:
+                topology["highestTierAllowed"] = int(tier)
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"metadata.annotations[{k.NETWORK_TOPOLOGY_HIGHEST_TIER_KEY}]: "
+                    f"{str(tier)[:40]!r} is not a whole number"
+                ) from None
         pg_spec["networkTopology"] = topology
     owner_ref = owner or {
         "apiVersion": "v1",

@@ -209,3 +209,25 @@ async def test_enrol_of_a_vanished_pod(store: MemoryStore) -> None:
     created = await store.create(pod("gone", cpu="1"))
     await store.delete("v1", "Pod", "gone", "default")
     assert await enrol_pod(store, created) is None
+
+
+def test_unreadable_tier_annotation_names_the_annotation() -> None:
+    import pytest
+
+    from stromboli.core.api import constants as k
+    from stromboli.core.controller.podgroup import podgroup_for
+
+    pod = {
+        "metadata": {
+            "name": "p",
+            "namespace": "default",
+            "uid": "u",
+            "annotations": {
+                k.NETWORK_TOPOLOGY_MODE_KEY: "hard",
+                k.NETWORK_TOPOLOGY_HIGHEST_TIER_KEY: "x",
+            },
+        },
+        "spec": {"containers": [{"name": "c"}]},
+    }
+    with pytest.raises(ValueError, match=r"metadata\.annotations\[.*highest-tier.*\]: 'x'"):
+        podgroup_for(pod)
