@@ -158,7 +158,7 @@ class _Validator(cerberus.Validator):
 
     def _check_with_quantity(self, field: str, value: object) -> None:
         try:
-            amount = parse_quantity(value)  # type: ignore[arg-type]
+            amount = parse_quantity(value)
         except ValueError as err:
             self._error(field, str(err).removeprefix("quantity: "))
             return

@@ -119,7 +119,7 @@ def _preemptable(meta: Mapping[str, Any]) -> bool:
 def _amount(value: object, where: str) -> Fraction:
     if value is None:
         return Fraction(0)
-    amount = parse_quantity(value, where)  # type: ignore[arg-type]
+    amount = parse_quantity(value, where)
     if amount < 0:
         raise ValueError(f"{where}: must not be negative")
     return amount

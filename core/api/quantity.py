@@ -58,8 +58,10 @@ def _shown(text: object) -> str:
     return shown if len(shown) <= 80 else f"{shown[:77]}..."
 
 
-def parse_quantity(text: str | int | float, field: str = "quantity") -> Fraction:
-    """Parse a quantity exactly; ``field`` names the offending path in the error."""
+def parse_quantity(text: object, field: str = "quantity") -> Fraction:
+    """Parse a quantity exactly; ``field`` names the offending path in the error. Any value
+    is accepted and anything but a string or a finite number is refused, since quantities
+    come from users' documents."""
     if isinstance(text, bool):
         raise _syntax_error(field, text)
     if isinstance(text, int):
@@ -163,7 +165,7 @@ def format_count(value: float) -> str:
 def is_quantity(value: object) -> bool:
     """Whether ``value`` is a valid quantity within range (what ``parse_quantity`` accepts)."""
     try:
-        parse_quantity(value, "")  # type: ignore[arg-type]
+        parse_quantity(value, "")
     except QuantityError:
         return False
     return True

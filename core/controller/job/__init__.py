@@ -1,5 +1,5 @@
-"""The vcjob controller (reference §5.1–§5.3): Jobs become a PodGroup and pods, driven through
-Volcano's job state machine by pod events, lifecycle policies and Commands.
+"""The vcjob controller, as Volcano's job controller: Jobs become a PodGroup and pods, driven
+through Volcano's job state machine by pod events, lifecycle policies and Commands.
 
 - :mod:`.state` — the phase × action table, as pure functions over a status;
 - :mod:`.policies` — pod/PodGroup changes → bus events, and events → actions (policies);

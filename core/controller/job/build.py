@@ -1,4 +1,4 @@
-"""The objects the job controller creates for a vcjob (reference §5.1, §2 naming rules).
+"""The objects the job controller creates for a vcjob, named as Volcano names them.
 
 - the PodGroup ``<job>-<job uid>``: gang size, per-task minimums, queue, priority class,
   network topology, sub-groups of partitioned tasks, and ``minResources``;

@@ -1,4 +1,4 @@
-"""From what happened to what to do (reference §5.2).
+"""From what happened to what to do: Volcano's lifecycle policies (event or exit code → action).
 
 Changes to a job's pods and PodGroup become :class:`Request`\\ s carrying a bus event
 (``PodFailed``, ``TaskCompleted``, ...); :func:`resolve` turns a request into an action by the

@@ -1,5 +1,5 @@
-"""Queue state (reference §5.5 queue-controller): ``OpenQueue``/``CloseQueue`` Commands and the
-``Open``/``Closing``/``Closed``/``Unknown`` rules.
+"""Queue state, as Volcano's queue controller keeps it: ``OpenQueue``/``CloseQueue`` Commands
+and the ``Open``/``Closing``/``Closed``/``Unknown`` rules.
 
 A queue closes at once when no PodGroup uses it, else it is ``Closing`` until the last one is
 gone. Closing a queue closes its open children too, marking them

@@ -1,4 +1,4 @@
-"""Volcano's job state machine (reference §5.3) as a table of pure functions.
+"""Volcano's job state machine (phase × action) as a table of pure functions.
 
 For a job in some phase, an action maps to a :class:`Plan`: what to do with the pods
 (:attr:`Op.SYNC` creates missing pods and counts them, :attr:`Op.KILL_JOB` deletes the job's

@@ -1,4 +1,4 @@
-"""The vcjob status as the controller computes it (reference §1.4 JobStatus).
+"""The vcjob status as the controller computes it (the fields of Volcano's ``JobStatus``).
 
 :class:`JobStatus` is a typed, mutable view of ``status`` that the state machine works on; it
 reads and writes the wire shape, where (as with Go's ``omitempty``) zero counts and empty maps

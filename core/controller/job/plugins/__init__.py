@@ -1,4 +1,4 @@
-"""Job plugins (``spec.plugins`` of a vcjob; reference §5.4) with Volcano's arguments.
+"""Job plugins (``spec.plugins`` of a vcjob) with Volcano's names and arguments.
 
 ``JOB_PLUGINS`` maps each plugin name to its class; build one per job with
 ``JOB_PLUGINS[name](arguments, job)`` (an unknown name raises :class:`UnknownJobPluginError`,

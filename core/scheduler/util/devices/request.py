@@ -70,7 +70,7 @@ class DeviceRequest:
 
 def _amount(pod_name: str, where: str, value: object) -> int:
     try:
-        amount = base_value(parse_quantity(value, where))  # type: ignore[arg-type]
+        amount = base_value(parse_quantity(value, where))
     except QuantityError as err:
         raise DeviceError(f"pod {pod_name}: {err}") from None
     if amount < 0 or amount > MAX_AMOUNT:
