@@ -105,7 +105,7 @@ class Informer:
         if event_type == "BOOKMARK":
             return
         if event_type == "DELETED":
-            self.quarantine.forget(obj)
+            self.quarantine.forget(obj, kind[1])
         try:
             self.handler(kind, event_type, obj)
         except Exception as err:  # crash-only: one unreadable object never stops the process

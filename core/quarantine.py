@@ -62,13 +62,23 @@ def reference_of(obj: dict) -> dict:
     return reference
 
 
+def _identity(kind: str, reference: dict) -> tuple[str, str, str, str]:
+    return (
+        kind,
+        reference.get("namespace", ""),
+        reference.get("name", ""),
+        reference.get("uid", ""),
+    )
+
+
 class Quarantine:
     """Collects the objects one process set aside; ``publish`` turns them into events."""
 
     def __init__(self, component: str, counter: CounterLike | None = None) -> None:
         self.component = component
         self.counter = counter
-        self._reported: dict[tuple[str, ...], None] = {}
+        #: The version last reported of each object, by (kind, namespace, name, uid).
+        self._reported: dict[tuple[str, str, str, str], str] = {}
         self._pending: list[Rejection] = []
         #: Rejections seen so far, by kind (what the metric counts).
         self.counts: dict[str, int] = {}
@@ -78,16 +88,12 @@ class Quarantine:
         reference = reference_of(obj)
         kind = kind or reference.get("kind") or "unknown"
         reference.setdefault("kind", kind)
-        key = (
-            kind,
-            reference.get("namespace", ""),
-            reference.get("name", ""),
-            reference.get("uid", ""),
-            reference.get("resourceVersion", ""),
-        )
-        if key in self._reported:
+        identity = _identity(kind, reference)
+        version = reference.get("resourceVersion", "")
+        if identity in self._reported and self._reported[identity] == version:
             return False
-        self._reported[key] = None
+        self._reported.pop(identity, None)  # re-inserted last: the newest are kept longest
+        self._reported[identity] = version
         if len(self._reported) > REMEMBERED:
             del self._reported[next(iter(self._reported))]
         reason = str(error) or type(error).__name__
@@ -105,12 +111,10 @@ class Quarantine:
             self._pending.append(Rejection(reference, message))
         return True
 
-    def forget(self, obj: dict) -> None:
+    def forget(self, obj: dict, kind: str = "") -> None:
         """``obj`` was deleted: a new object of that name is reported afresh."""
         reference = reference_of(obj)
-        uid = reference.get("uid", "")
-        for key in [key for key in self._reported if key[3] == uid and uid]:
-            del self._reported[key]
+        self._reported.pop(_identity(kind or reference.get("kind") or "unknown", reference), None)
 
     def take(self) -> list[Rejection]:
         """The rejections not yet published, oldest first."""
