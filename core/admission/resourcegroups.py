@@ -30,6 +30,8 @@ from typing import Any, Final
 import orjson
 import yaml
 
+from stromboli.core.api.yamlbounds import YamlBoundsError, scan
+
 RESOURCE_GROUP_ANNOTATION: Final = "volcano.sh/resource-group"
 OBJECT_KEYS: Final = ("namespace", "annotation")
 MAX_FILE_BYTES: Final = 1 << 20
@@ -136,11 +138,12 @@ def parse_admission_conf(text: str) -> tuple[ResourceGroup, ...]:
     if len(text) > MAX_FILE_BYTES:
         raise AdmissionConfError(f"the file is over {MAX_FILE_BYTES} bytes")
     try:
+        scan(text)  # depth and alias expansion bounded before anything is built
         document = yaml.safe_load(text)
+    except YamlBoundsError as err:
+        raise AdmissionConfError(f"not YAML within the bounds: {err}") from None
     except yaml.YAMLError as err:
         raise AdmissionConfError(f"not YAML: {err}") from None
-    except RecursionError:
-        raise AdmissionConfError("nested too deeply to be an admission configuration") from None
     if document is None:
         return ()
     if not isinstance(document, Mapping):

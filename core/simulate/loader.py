@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stromboli.core.admission.shape import json_type
 from stromboli.core.api import constants as k
 from stromboli.core.api.durations import parse_duration
 from stromboli.core.api.registry import InvalidObjectError, kind_info
+from stromboli.core.api.yamlbounds import MAX_FILE_BYTES, YamlBoundsError, load_documents
 from stromboli.core.simulate.admission import check_schema
-from stromboli.core.simulate.yamlbounds import MAX_FILE_BYTES, YamlBoundsError, load_documents
 
 
 class SimulationInputError(ValueError):
@@ -85,29 +86,12 @@ def _documents(path: Path) -> list[tuple[str, Any]]:
                 continue
             if not isinstance(items, list):
                 raise SimulationInputError(
-                    f"{where}: List: items: expected a list of objects, got {_type_name(items)}"
+                    f"{where}: List: items: expected a list of objects, got {json_type(items)}"
                 )
             out.extend((f"{where} item {i}", item) for i, item in enumerate(items))
         else:
             out.append((where, doc))
     return out
-
-
-def _type_name(value: Any) -> str:
-    """The JSON name of a YAML value's type, as the API server's messages use."""
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if value is None:
-        return "null"
-    return "string" if isinstance(value, str) else type(value).__name__
 
 
 def load(paths: list[str | Path]) -> list[SimObject]:

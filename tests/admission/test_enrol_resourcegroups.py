@@ -195,3 +195,19 @@ def test_any_document_is_read_or_refused_by_name(entries: list) -> None:
         for group in parsed:
             out = apply_resource_group({"spec": {"nodeSelector": {"a": "b"}}}, group)
             assert isinstance(out["spec"]["nodeSelector"], dict)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "resourceGroups: " + "[" * 20_000 + "]" * 20_000,  # composing would overflow the C stack
+        "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+        + "".join(
+            f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
+            for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+        ),  # billion laughs
+    ],
+)
+def test_hostile_yaml_is_refused_before_it_is_built(text: str) -> None:
+    with pytest.raises(AdmissionConfError, match="line"):
+        parse_admission_conf(text)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from stromboli.core.api import yamlbounds
 from stromboli.core.cli import main
-from stromboli.core.simulate import yamlbounds
 from stromboli.core.simulate.loader import SimulationInputError, load
 
 LAUGHS = "\n".join(
