@@ -16,13 +16,14 @@ field. Node sets are computed tier by tier from the lowest, never by recursion.
 
 from __future__ import annotations
 
-import re
+import time
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import regex
 
 from stromboli.core.api import constants as k
 from stromboli.core.cluster.selectors import SelectorError, selector_from_dict
@@ -33,6 +34,8 @@ from stromboli.core.scheduler.framework.session import Session
 ROOT = k.CLUSTER_TOP_HYPERNODE
 #: Longest ``regexMatch`` pattern used: a stored pattern is matched against every node name.
 MAX_PATTERN_LENGTH = 1024
+#: Time one ``regexMatch`` may take over all the names it is matched against.
+MATCH_SECONDS = 0.1
 MEMBER_NODE = "Node"
 MEMBER_HYPERNODE = "HyperNode"
 
@@ -131,15 +134,38 @@ def _tier(obj: Mapping[str, Any], name: str, problems: list[str]) -> int | None:
     return tier
 
 
-def _pattern(text: Any, where: str, problems: list[str]) -> re.Pattern[str] | None:
+def _pattern(text: Any, where: str, problems: list[str]) -> regex.Pattern[str] | None:
     if not isinstance(text, str) or not text or len(text) > MAX_PATTERN_LENGTH:
         problems.append(f"{where}: pattern must be 1-{MAX_PATTERN_LENGTH} characters; ignored")
         return None
     try:
-        return re.compile(text)
-    except re.error as err:
-        problems.append(f"{where}: pattern {text!r} does not compile ({err}); ignored")
+        return regex.compile(text)
+    except regex.error as err:
+        problems.append(f"{where}: pattern {text[:80]!r} does not compile ({err}); ignored")
         return None
+
+
+def _searched(
+    pattern: regex.Pattern[str], candidates: Sequence[str], where: str, problems: list[str]
+) -> list[str]:
+    """The candidates ``pattern`` finds, within :data:`MATCH_SECONDS` for them all: a
+    pattern that backtracks without end (``(a|a)+$``) selects nothing rather than stall
+    every scheduling cycle."""
+    deadline = time.monotonic() + MATCH_SECONDS
+    chosen: list[str] = []
+    try:
+        for candidate in candidates:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            if pattern.search(candidate, timeout=left):
+                chosen.append(candidate)
+    except TimeoutError:
+        problems.append(
+            f"{where}: pattern {pattern.pattern[:80]!r} took over {MATCH_SECONDS}s; ignored"
+        )
+        return []
+    return chosen
 
 
 def _select(
@@ -156,7 +182,7 @@ def _select(
         return [name] if isinstance(name, str) and name in candidates else []
     if "regexMatch" in selector:
         pattern = _pattern((selector.get("regexMatch") or {}).get("pattern"), where, problems)
-        return [] if pattern is None else [c for c in candidates if pattern.search(c)]
+        return [] if pattern is None else _searched(pattern, candidates, where, problems)
     if "labelMatch" in selector:
         if labels is None:
             problems.append(f"{where}: labelMatch selects nodes only; ignored")

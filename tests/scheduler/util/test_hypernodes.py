@@ -251,3 +251,11 @@ def test_any_stored_tree_builds_and_children_lie_below_parents(objects: dict[str
             assert tree.hypernodes[child].nodes <= info.nodes
     for node, leaf in tree.leaf_of.items():
         assert node in tree.hypernodes[leaf].nodes
+
+
+def test_a_backtracking_pattern_selects_nothing_instead_of_stalling() -> None:
+    # (a|a)+$ against a long run of a's backtracks exponentially: the match is time-bounded.
+    nodes = {"a" * 60 + "b": {}, "node-0": {}}
+    tree = build_tree(by_name(hypernode("evil", 1, regex("(a|a)+$"))), nodes)
+    assert tree.hypernodes["evil"].nodes == frozenset()
+    assert any("evil: spec.members[0]" in p and "took over" in p for p in tree.problems)
