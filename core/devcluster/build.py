@@ -4,6 +4,11 @@ The binaries come from ``hack/build-control-plane.sh``, which builds them from t
 proxy at the versions pinned in ``hack/go.mod`` and caches them under
 ``~/.cache/stromboli/controlplane/<version>/bin``. ``STROMBOLI_CONTROLPLANE_BIN`` points at an
 existing bin directory instead (no build).
+
+The script and the pins are package data (``stromboli/hack``, a link to the checkout's
+``hack/``), so a wheel installed with pip builds the same binaries into the same cache
+directory as a checkout does: the directory's name hashes the contents of ``go.mod`` and
+``go.sum``, not where they lie.
 """
 
 from __future__ import annotations
@@ -27,8 +32,24 @@ def repo_root() -> Path:
     return Path(__file__).resolve().parents[2]
 
 
+def hack_dir() -> Path:
+    """The folder holding ``go.mod``, ``go.sum`` and the build script, wherever the package is
+    installed (the checkout's ``hack/`` in an editable install)."""
+    from importlib.resources import files
+
+    folder = files("stromboli") / "hack"
+    # Go and bash need a real directory; pip installs unpacked, so this holds unless the
+    # package is imported from a zip archive.
+    if not isinstance(folder, Path):
+        raise BuildError(
+            f"the package's hack/ folder is not a directory on disk ({folder!r}): install "
+            f"stromboli unpacked (pip does) or set {BIN_ENV}"
+        )
+    return folder
+
+
 def build_script() -> Path:
-    return repo_root() / "hack" / "build-control-plane.sh"
+    return hack_dir() / "build-control-plane.sh"
 
 
 @dataclass(frozen=True)
