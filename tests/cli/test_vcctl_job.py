@@ -134,6 +134,9 @@ def test_run_from_file(cluster: Cluster, write: Callable[[str, str], str]) -> No
         "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: from-file}\n"
         "spec: {tasks: [{name: a, replicas: 1}]}\n",
     )
+    # The scheduler creates the default queue on a real cluster; the job goes there.
+    cluster.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                    "metadata": {"name": "default"}, "spec": {"weight": 1}})  # fmt: skip
     result = cluster.cli("job", "run", "-f", path)
     assert result.output == "run job from-file successfully\n"
     assert [j["metadata"]["name"] for j in cluster.items(*JOB, "default")] == ["from-file"]

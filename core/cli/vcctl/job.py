@@ -15,6 +15,7 @@ import click
 
 from stromboli.core.api import constants as k
 from stromboli.core.api.quantity import QuantityError, parse_quantity
+from stromboli.core.api.yamlbounds import MAX_FILE_BYTES, YamlBoundsError, load_documents
 from stromboli.core.cli.vcctl.common import (
     CommandDecorator,
     VcctlError,
@@ -27,12 +28,13 @@ from stromboli.core.cli.vcctl.common import (
     meta,
     name_of,
     namespace_of,
-    read_documents,
     run,
 )
+from stromboli.core.cluster.errors import ApiError, NotFoundError
 from stromboli.core.cluster.store import ClusterStore
 
 JOB = (k.BATCH_V1ALPHA1, "Job")
+QUEUE = (k.SCHEDULING_V1BETA1, "Queue")
 COMMAND = (k.BUS_V1ALPHA1, "Command")
 EVENT = (k.CORE_V1, "Event")
 DEFAULT_RESOURCES = "cpu=1000m,memory=100Mi"
@@ -134,22 +136,132 @@ def build_job(
     }
 
 
-def read_job_file(path: str, namespace: str) -> dict[str, Any]:
+def read_job_file(path: str, namespace: str) -> list[dict[str, Any]]:
+    """Every document of ``path``, in order, as ``kubectl create -f`` takes them.
+
+    A document without ``apiVersion`` and ``kind`` is a vcjob (vcctl reads the file as one);
+    namespaced objects get ``namespace`` unless they name the same one already.
+    """
+    from stromboli.core.api.registry import kind_info  # lazily: pydantic models, CLI start-up
+
     if ".yaml" not in path and ".yml" not in path:
         raise VcctlError("only support yaml file")
-    documents = read_documents(path)
+    documents = read_bounded_documents(path)
     if not documents:
         raise VcctlError(f"failed to unmarshal file, err: {path} is empty")
-    obj = documents[0]
-    obj.setdefault("apiVersion", k.BATCH_V1ALPHA1)
-    obj.setdefault("kind", "Job")
-    metadata = obj.setdefault("metadata", {})
-    if metadata.get("namespace") and metadata["namespace"] != namespace:
-        raise VcctlError(
-            "the namespace of the provided object does not match the namespace sent on the request"
-        )
-    metadata["namespace"] = namespace
-    return obj
+    for number, obj in enumerate(documents, start=1):
+        obj.setdefault("apiVersion", k.BATCH_V1ALPHA1)
+        obj.setdefault("kind", "Job")
+        metadata = obj.setdefault("metadata", {})
+        if not isinstance(metadata, dict):
+            raise VcctlError(f"{path} document {number}: metadata: expected a mapping")
+        info = kind_info(str(obj["apiVersion"]), str(obj["kind"]))
+        if info is not None and not info.namespaced:
+            continue
+        if metadata.get("namespace") and metadata["namespace"] != namespace:
+            raise VcctlError(
+                "the namespace of the provided object does not match the namespace sent on "
+                "the request"
+            )
+        metadata["namespace"] = namespace
+    return documents
+
+
+def read_bounded_documents(path: str) -> list[dict[str, Any]]:
+    """The non-empty documents of ``path``, read within the project's YAML bounds (a deep or
+    alias-bomb document is refused, naming the line, instead of exhausting the CLI)."""
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read(MAX_FILE_BYTES + 1)
+    except OSError as error:
+        raise VcctlError(f"failed to read file, err: {error}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise VcctlError(f"failed to read file, err: {path} is larger than {MAX_FILE_BYTES} bytes")
+    try:
+        documents = [d for d in load_documents(data.decode("utf-8")) if d]
+    except (YamlBoundsError, UnicodeDecodeError) as error:
+        raise VcctlError(f"failed to unmarshal file, err: {error}") from None
+    objects: list[dict[str, Any]] = []
+    for number, document in enumerate(documents, start=1):
+        if isinstance(document, dict) and document.get("kind") == "List":
+            items = document.get("items") or []
+            if not isinstance(items, list):
+                raise VcctlError(f"{path} document {number}: List: items: expected a list")
+            members = items
+        else:
+            members = [document]
+        for member in members:
+            if not isinstance(member, dict):
+                raise VcctlError(
+                    f"failed to unmarshal file, err: {path} document {number} is not an object"
+                )
+            objects.append(member)
+    return objects
+
+
+def job_queue(obj: Mapping[str, Any]) -> str | None:
+    """The queue a vcjob goes to (``default`` when unset, as the webhook defaults it); None for
+    any other kind."""
+    if (obj.get("apiVersion"), obj.get("kind")) != JOB:
+        return None
+    spec = obj.get("spec")
+    queue = spec.get("queue") if isinstance(spec, dict) else None
+    return str(queue or k.DEFAULT_QUEUE)
+
+
+def created_line(obj: Mapping[str, Any]) -> str:
+    """What ``job run`` prints for an object it created: vcctl's line for a vcjob, kubectl's
+    ``<resource>/<name> created`` for anything else."""
+    from stromboli.core.api.registry import kind_info
+
+    if (obj.get("apiVersion"), obj.get("kind")) == JOB:
+        return f"run job {name_of(obj)} successfully"
+    info = kind_info(str(obj.get("apiVersion")), str(obj.get("kind")))
+    resource = str(obj.get("kind", "")).lower()
+    if info is not None:
+        resource = f"{info.plural}.{info.group}" if info.group else info.plural
+    return f"{resource}/{name_of(obj)} created"
+
+
+async def create_all(store: ClusterStore, objects: list[dict[str, Any]]) -> list[str]:
+    """Create ``objects`` in order, each on its own as ``kubectl create -f`` does; returns the
+    failures (the object and why). A vcjob whose queue exists neither in the cluster nor earlier
+    in the file is refused before it is sent, so that a cluster without Volcano's webhook does
+    not take a job no scheduler will ever look at."""
+    from stromboli.core.admission.queue import queue_not_found
+
+    queues: dict[str, bool] = {}
+    failures: list[str] = []
+    for obj in objects:
+        label = f"{obj.get('kind')} {_object_key(obj)}"
+        queue = job_queue(obj)
+        if queue is not None and not await _queue_exists(store, queue, queues):
+            failures.append(f"{label}: unable to find job queue: {queue_not_found(queue)}")
+            continue
+        try:
+            created = await store.create(obj)
+        except ApiError as error:
+            failures.append(f"{label}: {error}")
+            continue
+        if (created.get("apiVersion"), created.get("kind")) == QUEUE:
+            queues[name_of(created)] = True
+        click.echo(created_line(created))
+    return failures
+
+
+def _object_key(obj: Mapping[str, Any]) -> str:
+    namespace = namespace_of(obj)
+    return f"{namespace}/{name_of(obj)}" if namespace else name_of(obj)
+
+
+async def _queue_exists(store: ClusterStore, name: str, known: dict[str, bool]) -> bool:
+    if name not in known:
+        try:
+            await store.get(*QUEUE, name)
+            known[name] = True
+        except NotFoundError:
+            known[name] = False
+    return known[name]
 
 
 @job.command("run")
@@ -166,7 +278,9 @@ def read_job_file(path: str, namespace: str) -> dict[str, Any]:
               help="Resource limits of each pod, as name=quantity pairs.")  # fmt: skip
 @click.option("-S", "--scheduler", default=k.DEFAULT_SCHEDULER_NAME, show_default=True,
               help="Scheduler of the job.")  # fmt: skip
-@click.option("-f", "--filename", default="", help="YAML file of a job to submit instead.")
+@click.option("-f", "--filename", default="",
+              help="YAML file to submit instead: every document is created, in order "
+              "(Queues, vcjobs, ...), as kubectl create -f does.")  # fmt: skip
 @checked
 def run_job(
     master: str,
@@ -187,11 +301,18 @@ def run_job(
     request_list = parse_resources(requests)
     limit_list = parse_resources(limits)
     if filename:
-        obj = read_job_file(filename, namespace)
-    else:
-        obj = build_job(
-            name, namespace, image, min_available, replicas, request_list, limit_list, scheduler
-        )
+        objects = read_job_file(filename, namespace)
+
+        async def create_file(store: ClusterStore) -> None:
+            failures = await create_all(store, objects)
+            if failures:
+                raise VcctlError("; ".join(failures))
+
+        run(kubeconfig, master, create_file)
+        return
+    obj = build_job(
+        name, namespace, image, min_available, replicas, request_list, limit_list, scheduler
+    )
 
     async def action(store: ClusterStore) -> None:
         created = await store.create(obj)
