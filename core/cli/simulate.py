@@ -69,7 +69,14 @@ async def _simulate(
 
 
 @click.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--example",
+    "example",
+    metavar="NAME",
+    help="Also simulate a packaged example (gang-waits, queues-by-weight, preemption, ...); "
+    "'--example list' lists them all, with the files each runs with.",
+)
 @click.option(
     "--scheduler-conf",
     type=click.Path(exists=True, dir_okay=False),
@@ -129,6 +136,7 @@ def simulate(
     max_cron_runs: int,
     queue_policy_path: str | None,
     progress: bool | None,
+    example: str | None,
 ) -> None:
     """Simulate FILES (Kubernetes YAML: Nodes, Queues, PodGroups, Pods, ...) on a virtual clock.
 
@@ -136,6 +144,18 @@ def simulate(
     sim.stromboli.dev/runtime (how long a pod runs once bound) and
     sim.stromboli.dev/exit-code (non-zero makes the pod fail).
     """
+    if example is not None:
+        from stromboli.core.cli import examples
+
+        if example == examples.LIST:
+            click.echo(examples.listing())
+            return
+        try:
+            files = (str(examples.find_example(example).path), *files)
+        except examples.ExampleNotFound as err:
+            raise click.UsageError(str(err)) from None
+    if not files:
+        raise click.UsageError("give FILES to simulate, or --example NAME (--example list)")
     try:
         limit = parse_duration(max_time, "--max-time") if max_time else DEFAULT_MAX_TIME
         show = sys.stderr.isatty() if progress is None else progress
