@@ -129,6 +129,7 @@ class DeviceSharePlugin(Plugin):
         for message in self.inventory.node_errors.values():
             log.warning("%s; its vGPUs are not offered", message)
         self.now_seconds = int(ssn.now.timestamp())
+        self._verdict_cache: dict[tuple, tuple[np.ndarray, list[str], np.ndarray]] = {}
         ssn.register(ExtensionPoint.PREDICATE, self.name, self.predicate)
         if self.weight > 0:
             ssn.register(ExtensionPoint.NODE_ORDER, self.name, self.node_order)
@@ -148,16 +149,33 @@ class DeviceSharePlugin(Plugin):
             verdict.fail(wrong, "gpu type not allowed", unresolvable=True)
         if not self.inventory.tracked(request):
             return verdict
-        reasons: dict[str, np.ndarray] = {}
-        for position in range(count):
-            if not verdict.passed[position]:
-                continue
+        codes, reasons = self._verdicts(task, request)
+        for code, reason in enumerate(reasons):
+            verdict.fail((codes == code) & verdict.passed, reason)
+        return verdict
+
+    def _verdicts(self, task: TaskInfo, request: DeviceRequest) -> tuple[np.ndarray, list[str]]:
+        """Per node, the index of the reason the task's devices do not fit there (-1: they
+        fit), and the reasons. Kept per request for the session, since pods of one shape are
+        many: only nodes whose devices changed since are planned again."""
+        holder = self.inventory.holder(task)
+        key = (request, holder.rules, holder.job if request.spread_podgroup else "")
+        versions = self.inventory.versions
+        cached = self._verdict_cache.get(key)
+        if cached is None:
+            cached = (np.full(len(versions), -1), [], np.full(len(versions), -1))
+            self._verdict_cache[key] = cached
+        codes, reasons, seen = cached
+        for position in np.flatnonzero(seen != versions).tolist():
             plan = self.inventory.plan(task, request, position)
             if isinstance(plan, str):
-                reasons.setdefault(plan, np.zeros(count, dtype=bool))[position] = True
-        for reason, mask in reasons.items():
-            verdict.fail(mask, reason)
-        return verdict
+                if plan not in reasons:
+                    reasons.append(plan)
+                codes[position] = reasons.index(plan)
+            else:
+                codes[position] = -1
+            seen[position] = versions[position]
+        return codes, reasons
 
     def node_order(self, task: TaskInfo, positions: np.ndarray) -> np.ndarray:
         request = self.inventory.request(task)

@@ -10,7 +10,7 @@ allocated and undone, so later tasks of the cycle see them.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -125,6 +125,12 @@ class DeviceInventory:
         self._requests: dict[str, DeviceRequest | str] = {}
         #: Node registration errors, by node name (for the plugin to report).
         self.node_errors: dict[str, str] = {}
+        #: Per node: bumped whenever a task takes or gives back devices there, so verdicts
+        #: kept per request are checked again only where something changed.
+        self.versions = np.zeros(len(nodes), dtype=np.int64)
+        #: Replaces the policy's card order when set (the ``fragmentation`` plugin's choice);
+        #: called with the node's position.
+        self.card_order: Callable[[int], vgpu.CardOrder | None] | None = None
         for info in nodes.nodes:
             self._add_node(info)
         for info in nodes.nodes:
@@ -163,6 +169,7 @@ class DeviceInventory:
             self.has_devices[info.position] = True
 
     def _refresh(self, position: int) -> None:
+        self.versions[position] += 1
         devices = self.devices[position]
         self.fullness[position] = devices.fullness() if devices is not None else 0.0
 
@@ -215,7 +222,8 @@ class DeviceInventory:
         if request.wants_vgpu and options.vgpu:
             if devices is None or not devices.cards:
                 return "no enough vgpu resources"
-            fitted = vgpu.fit(devices.cards, request, self.holder(task), options.policy)
+            order = self.card_order(position) if self.card_order is not None else None
+            fitted = vgpu.fit(devices.cards, request, self.holder(task), options.policy, order)
             if isinstance(fitted, str):
                 return fitted
             assignment = fitted

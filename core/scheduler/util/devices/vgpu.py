@@ -11,6 +11,7 @@ per vGPU, containers joined by ``;``; a MIG instance's id is ``<uuid>[<group>-<p
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import orjson
@@ -226,11 +227,20 @@ def _order(cards: list[Card], policy: str) -> list[Card]:
     return sorted(cards, key=lambda c: (-c.used_count, -c.share, c.index))
 
 
+#: Orders the usable cards for one vGPU of ``ask`` (best first), replacing the policy's order.
+CardOrder = Callable[[list[Card], VgpuAsk], list[Card]]
+
+
 def fit(
-    cards: list[Card], request: DeviceRequest, holder: Holder, policy: str = BINPACK
+    cards: list[Card],
+    request: DeviceRequest,
+    holder: Holder,
+    policy: str = BINPACK,
+    order: CardOrder | None = None,
 ) -> Assignment | str:
     """Place every container's vGPUs on ``cards`` (binpack: fullest usable card first;
-    spread: emptiest), or say why they do not fit. The cards are left as they were."""
+    spread: emptiest; or ``order``'s choice, such as the ``fragmentation`` plugin's), or say
+    why they do not fit. The cards are left as they were."""
     taken: list[tuple[Card, Grant]] = []
     out: list[tuple[Grant, ...]] = []
     try:
@@ -243,7 +253,8 @@ def fit(
             for _ in range(ask.number):
                 usable = [c for c in cards if _usable(c, request, holder)]
                 chosen = None
-                for card in _order(usable, policy):
+                ranked = order(usable, ask) if order is not None else _order(usable, policy)
+                for card in ranked:
                     if card.uuid in used and card.mig is None:
                         continue  # a container's vGPUs sit on distinct cards
                     grant = _grant(card, ask)
