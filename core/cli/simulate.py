@@ -126,6 +126,12 @@ async def _simulate(
     default=None,
     help="Progress bar on stderr (default: when stderr is a terminal).",
 )
+@click.option(
+    "--fail-on-rejection",
+    is_flag=True,
+    help="Exit 1 when an object was refused (the run still goes to the end); for CI "
+    "pipelines that validate manifests.",
+)
 def simulate(
     files: tuple[str, ...],
     scheduler_conf: str | None,
@@ -136,6 +142,7 @@ def simulate(
     max_cron_runs: int,
     queue_policy_path: str | None,
     progress: bool | None,
+    fail_on_rejection: bool,
     example: str | None,
 ) -> None:
     """Simulate FILES (Kubernetes YAML: Nodes, Queues, PodGroups, Pods, ...) on a virtual clock.
@@ -166,6 +173,10 @@ def simulate(
         )
     except (SimulationInputError, ConfigError, ValueError) as err:
         raise click.ClickException(str(err)) from None
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    for rejection in result.rejections:
+        click.echo(f"rejected: {rejection}", err=True)
     for note in result.notes:
         click.echo(f"note: {note}", err=True)
     if metrics is not None and metrics_path:
@@ -185,3 +196,5 @@ def simulate(
         from stromboli.core.simulate.report import print_report
 
         print_report(result, final)
+    if fail_on_rejection and result.rejections:
+        raise SystemExit(1)

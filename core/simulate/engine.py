@@ -22,16 +22,18 @@ from pathlib import Path
 from stromboli.core.admission.policy import QueuePolicy
 from stromboli.core.api import constants as k
 from stromboli.core.clock import VirtualClock
-from stromboli.core.cluster.errors import ApiError
+from stromboli.core.cluster.errors import ApiError, NotFoundError
 from stromboli.core.cluster.memory import MemoryStore
 from stromboli.core.controller.cronjob import CronJobController
 from stromboli.core.controller.enrol import POD, PodEnroller
 from stromboli.core.controller.job.controller import JobController
 from stromboli.core.controller.jobflow import JobFlowController
+from stromboli.core.events import EventRecorder
 from stromboli.core.scheduler.conf import ConfigSource
 from stromboli.core.scheduler.metrics import SchedulerMetrics
 from stromboli.core.scheduler.scheduler import Scheduler
 from stromboli.core.simulate.admission import Admission
+from stromboli.core.simulate.inert import inert_warnings, simulator_kind
 from stromboli.core.simulate.lifecycle import PodLifecycle
 from stromboli.core.simulate.loader import SimObject, SimulationInputError
 from stromboli.core.simulate.timeline import Sample, sample
@@ -48,7 +50,41 @@ KIND_RANK = {
     "PodGroup": 6,
 }
 DEFAULT_MAX_TIME = 30 * 24 * 3600.0
+#: Reason of the Event recording an input object the admission pass or the store refused.
+ADMISSION_REJECTED = "AdmissionRejected"
+#: Source component of that Event: the refusal is the API server's (or its webhooks').
+API_SERVER_COMPONENT = "kube-apiserver"
 DEFAULT_MAX_CRON_RUNS = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """An input object that was not stored, and why (the webhook's or API server's words)."""
+
+    where: str
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.kind} {self.name!r}: {self.message}"
+
+    def reference(self) -> dict[str, str]:
+        """The Event's ``involvedObject`` (no uid: the object was never stored)."""
+        ref = {"apiVersion": self.api_version, "kind": self.kind, "name": self.name}
+        if self.namespace:
+            ref["namespace"] = self.namespace
+        return ref
+
+
+class RejectedError(SimulationInputError):
+    """An input object refused when it was submitted; the run records it and goes on."""
+
+    def __init__(self, rejection: Rejection) -> None:
+        super().__init__(str(rejection))
+        self.rejection = rejection
 
 
 @dataclass(slots=True)
@@ -70,6 +106,10 @@ class SimulationResult:
     cycle_figures: list[tuple[float, int]] = field(default_factory=list)
     #: What the simulator itself decided and the reader should know (a CronJob stopped).
     notes: list[str] = field(default_factory=list)
+    #: Input objects the admission pass or the store refused, in the order they arrived.
+    rejections: list[Rejection] = field(default_factory=list)
+    #: One line per input kind stored with nothing acting on it (a Role, a ConfigMap).
+    warnings: list[str] = field(default_factory=list)
 
 
 class Simulation:
@@ -86,7 +126,7 @@ class Simulation:
         self.arrivals = sorted(objects, key=lambda o: (o.submit_at, KIND_RANK.get(o.kind, 7)))
         self.clock = VirtualClock()
         # A fixed seed makes uids, and so every tie broken by uid, the same on every run.
-        self.store = MemoryStore(self.clock, seed=0)
+        self.store = MemoryStore(self.clock, seed=0, kinds=simulator_kind)
         from stromboli.core.scheduler.builtins import register_builtins  # lazily: CLI start-up
 
         register_builtins()
@@ -117,6 +157,11 @@ class Simulation:
         self.on_progress = on_progress
         #: Fed every cycle, as ``stromboli scheduler`` feeds the one it serves.
         self.metrics = metrics
+        self.rejections: list[Rejection] = []
+        #: Records what the API server refused (reason ``AdmissionRejected``).
+        self.api_events = EventRecorder(self.store, self.clock, API_SERVER_COMPONENT)
+        #: The built-in queues the input declared: its spec replaced the scheduler's.
+        self._declared_builtin: set[str] = set()
 
     def _admit_job(self, job: dict) -> dict:
         return self.admission.admit(job)
@@ -160,16 +205,42 @@ class Simulation:
         changed += await self.jobflows.step()
         return changed + await self.controller.step()
 
+    def _rejection(self, item: SimObject, message: str) -> RejectedError:
+        meta = item.obj.get("metadata") or {}
+        return RejectedError(
+            Rejection(
+                item.where,
+                str(item.obj.get("apiVersion") or ""),
+                item.kind,
+                str(meta.get("namespace") or ""),
+                str(meta.get("name") or ""),
+                message,
+            )
+        )
+
+    async def _submit(self, item: SimObject) -> None:
+        """Deliver ``item``; a refusal is an outcome: recorded, with a Warning Event
+        ``AdmissionRejected`` on the object, and the run goes on."""
+        try:
+            await self._deliver(item)
+        except RejectedError as err:
+            self.rejections.append(err.rejection)
+            await self.api_events.record(
+                err.rejection.reference(), "Warning", ADMISSION_REJECTED, err.rejection.message
+            )
+
     async def _deliver(self, item: SimObject) -> None:
+        """Admit and store ``item``; raises :class:`RejectedError` if it is refused."""
         try:
             obj = self.admission.admit(item.obj)
         except ValueError as err:
-            name = item.obj["metadata"].get("name")
-            raise SimulationInputError(f"{item.where}: {item.kind} {name!r}: {err}") from None
+            raise self._rejection(item, str(err)) from None
+        if await self._declare_builtin_queue(obj):
+            return
         try:
             created = await self.store.create(obj)
         except ApiError as err:
-            raise SimulationInputError(f"{item.where}: {obj['kind']}: {err}") from None
+            raise self._rejection(item, str(err)) from None
         if obj.get("status") and created.get("status") != obj["status"]:
             # Objects with a status subresource drop status on create, as the API server
             # does; the simulator's input may set it (a Closed queue, a Running pod).
@@ -183,6 +254,39 @@ class Simulation:
             # tie broken by uid) depends on the order of creation.
             self.enroller.seen(POD, "ADDED", created)
             await self.enroller.enrol_waiting()
+
+    async def _declare_builtin_queue(self, queue: dict) -> bool:
+        """A declared ``root`` or ``default`` Queue replaces the one the scheduler created at
+        start: the declared spec wins, as it would on a cluster where it was applied before
+        the scheduler started. Returns whether ``queue`` was such a declaration."""
+        name = (queue.get("metadata") or {}).get("name")
+        if (
+            (queue.get("apiVersion"), queue.get("kind")) != (k.SCHEDULING_V1BETA1, "Queue")
+            or name not in (k.ROOT_QUEUE, k.DEFAULT_QUEUE)
+            or name in self._declared_builtin
+        ):
+            return False
+        try:
+            current = await self.store.get(k.SCHEDULING_V1BETA1, "Queue", name)
+        except NotFoundError:
+            return False
+        self._declared_builtin.add(name)
+        meta = queue.get("metadata") or {}
+        current["metadata"] = {
+            **current["metadata"],
+            "labels": meta.get("labels") or {},
+            "annotations": meta.get("annotations") or {},
+        }
+        current["spec"] = queue.get("spec") or {}
+        updated = await self.store.update(current)
+        status = queue.get("status") or {}
+        updated["status"] = {
+            **(updated.get("status") or {}),
+            **status,
+            "state": status.get("state") or "Open",
+        }
+        await self.store.update_status(updated)
+        return True
 
     async def run(self) -> SimulationResult:
         started = time.perf_counter()
@@ -199,7 +303,7 @@ class Simulation:
             while (
                 next_arrival < len(self.arrivals) and self.arrivals[next_arrival].submit_at <= now
             ):
-                await self._deliver(self.arrivals[next_arrival])
+                await self._submit(self.arrivals[next_arrival])
                 next_arrival += 1
                 changed += 1
             changed += await self.lifecycle.step()
@@ -242,6 +346,8 @@ class Simulation:
             self.clock.set(target)
         result.end_time = self.clock.seconds
         result.notes = list(self.notes)
+        result.rejections = list(self.rejections)
+        result.warnings = inert_warnings((o.obj.get("apiVersion"), o.kind) for o in self.arrivals)
         result.timeline = [s for s in result.timeline]
         result.wall_seconds = time.perf_counter() - started
         return result

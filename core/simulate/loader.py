@@ -13,12 +13,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from stromboli.core.admission.shape import json_type
 from stromboli.core.api import constants as k
 from stromboli.core.api.durations import parse_duration
-from stromboli.core.api.registry import InvalidObjectError, kind_info
+from stromboli.core.api.models import KubeObject
+from stromboli.core.api.registry import InvalidObjectError, field_path, kind_info
 from stromboli.core.api.yamlbounds import MAX_FILE_BYTES, YamlBoundsError, load_documents
 from stromboli.core.simulate.admission import check_schema
+from stromboli.core.simulate.inert import simulator_kind
 
 
 class SimulationInputError(ValueError):
@@ -104,10 +108,10 @@ def load(paths: list[str | Path]) -> list[SimObject]:
             if not isinstance(doc, dict):
                 raise SimulationInputError(f"{where}: expected a Kubernetes object (a mapping)")
             try:
-                obj = check_schema(doc, where)
+                obj = _checked(doc, where)
             except InvalidObjectError as err:
                 raise SimulationInputError(str(err)) from None
-            info = kind_info(obj["apiVersion"], obj["kind"])
+            info = simulator_kind(obj["apiVersion"], obj["kind"])
             meta = obj.setdefault("metadata", {})
             if info is not None and info.namespaced:
                 meta.setdefault("namespace", "default")
@@ -129,6 +133,26 @@ def load(paths: list[str | Path]) -> list[SimObject]:
             _check_exit_code(obj, where, name)
             objects.append(SimObject(doc, submit_at, where))
     return objects
+
+
+def _checked(doc: dict[str, Any], where: str) -> dict[str, Any]:
+    """The schema step; a Kubernetes kind outside Stromboli's table (a Role, a ResourceClaim)
+    has its metadata checked only, as for any kind without a model."""
+    api_version, kind = doc.get("apiVersion"), doc.get("kind")
+    if (
+        isinstance(api_version, str)
+        and isinstance(kind, str)
+        and kind_info(api_version, kind) is None
+        and simulator_kind(api_version, kind) is not None
+    ):
+        try:
+            return KubeObject.model_validate(doc).model_dump(
+                by_alias=True, exclude_none=True, mode="json"
+            )
+        except ValidationError as err:
+            details = "; ".join(f"{field_path(e['loc'])}: {e['msg']}" for e in err.errors())
+            raise InvalidObjectError(f"{where}: {kind}: {details}") from None
+    return check_schema(doc, where)
 
 
 def _check_exit_code(obj: dict, where: str, name: str) -> None:

@@ -51,15 +51,17 @@ def test_without_the_policy_nothing_is_defaulted() -> None:
 
 
 def test_a_job_over_the_limits_is_refused_with_the_queue_to_use_instead() -> None:
-    result = run("queue-policy-refused.yaml", "--queue-policy", str(POLICY))
+    result = run("queue-policy-refused.yaml", "--queue-policy", str(POLICY), "--fail-on-rejection")
     assert result.exit_code == 1
-    assert result.output.startswith(
-        "Error: " + str(EXAMPLES / "queue-policy-refused.yaml") + " document 4: Job 'big-sweep': "
+    assert result.stderr.startswith(
+        "rejected: "
+        + str(EXAMPLES / "queue-policy-refused.yaml")
+        + " document 4: Job 'big-sweep': "
         'admission webhook "validatejob.volcano.sh" denied the request: queue policy: '
         'queue "research" takes at most 8 pods per job; this Job has 12'
     )
-    assert 'queue "research" takes at most 16 cpu per job; this Job requests 24' in result.output
-    assert result.output.rstrip().endswith(
+    assert 'queue "research" takes at most 16 cpu per job; this Job requests 24' in result.stderr
+    assert result.stderr.rstrip().endswith(
         'queues that namespace "research" may use and that take this Job: spot'
     )
     assert run("queue-policy-refused.yaml").exit_code == 0

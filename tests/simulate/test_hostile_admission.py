@@ -36,11 +36,16 @@ spec:
 
 
 async def refused(tmp_path: Path, text: str) -> str:
+    """The run's one rejection (an outcome, not a stop), checked never to have been stored."""
     path = tmp_path / "input.yaml"
     path.write_text(text)
-    with pytest.raises(SimulationInputError) as caught:
-        await Simulation(load([path]), max_time=600).run()
-    return str(caught.value)
+    simulation = Simulation(load([path]), max_time=600)
+    result = await simulation.run()
+    assert len(result.rejections) == 1, result.rejections
+    rejection = result.rejections[0]
+    stored = await result.store.list(rejection.api_version, rejection.kind)
+    assert rejection.name not in [o["metadata"]["name"] for o in stored.items]
+    return str(rejection)
 
 
 @pytest.mark.parametrize(
