@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
+from stromboli.core.scheduler.api.readable import amount_text
 from stromboli.core.scheduler.api.resource import EPSILON
 from stromboli.core.scheduler.framework.points import ExtensionPoint, VictimFilter
 from stromboli.core.scheduler.framework.session import Session
@@ -70,8 +71,9 @@ def explain(ssn: Session, task: TaskInfo) -> Explanation:
         name = nodes.index.names[column]
         for position in short:
             free = nodes.future[position, column]
+            asks, left = amount_text(name, vector[column]), amount_text(name, free)
             verdicts[position].failures.append(
-                ("resources", f"Insufficient {name} (asks {vector[column]:g}, free {free:g})")
+                ("resources", f"Insufficient {name} (asks {asks}, free {left})")
             )
     for plugin, fn in ssn.callbacks(ExtensionPoint.PREDICATE):
         assert not isinstance(fn, VictimFilter)  # accepted on victim_tasks only

@@ -43,7 +43,7 @@ spec:
 """
     )
     out = explain("hungry", "--simulate", str(source))
-    assert "Insufficient cpu (asks 3000, free 2000)" in out
+    assert "Insufficient cpu (asks 3 cpu, free 2 cpu)" in out
 
 
 def test_feasible_nodes_are_ranked_with_plugin_scores() -> None:
