@@ -16,6 +16,7 @@ from stromboli.core.cli.process import (
     serve,
     setup_logging,
 )
+from stromboli.core.cluster.store import ClusterStore
 from stromboli.core.controller.server import DRIVERS, ControllerOptions, ControllerServer
 
 
@@ -55,6 +56,13 @@ from stromboli.core.controller.server import DRIVERS, ControllerOptions, Control
     show_default=True,
     help="What feeds the controllers live events: a kopf operator, or their own list+watch.",
 )
+@click.option(
+    "--frameworks/--no-frameworks",
+    default=True,
+    show_default=True,
+    help="Make the PodGroups of framework workloads (PyTorchJob, RayCluster, ...) in enrolled "
+    "namespaces, for every framework CRD installed when the controller starts.",
+)
 def controller(
     kubeconfig: str | None,
     master: str | None,
@@ -69,6 +77,7 @@ def controller(
     worker_threads: int,
     listen_address: str,
     driver: str,
+    frameworks: bool,
 ) -> None:
     """Run vcjobs through their lifecycle and enrol plain pods into PodGroups."""
     setup_logging(verbosity)
@@ -82,4 +91,11 @@ def controller(
         max_requeue=max_requeue_num,
     )
     factory = kube_store_factory(kubeconfig, master, kube_api_qps, kube_api_burst)
-    asyncio.run(serve(factory, lambda store: ControllerServer(store, options)))
+
+    def server(store: ClusterStore) -> ControllerServer:
+        from stromboli.integrations.live import FrameworkController
+
+        adapters = [FrameworkController(store)] if frameworks else []
+        return ControllerServer(store, options, extensions=adapters)
+
+    asyncio.run(serve(factory, server))

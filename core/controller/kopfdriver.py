@@ -143,14 +143,23 @@ class KopfDriver:
         self.resync_seconds = resync_seconds
         self.routes: dict[Kind, list[Informer]] = {}
         for informer in self.informers:
-            informer.fed = True
-            for kind in informer.kinds:
-                self.routes.setdefault(kind, []).append(informer)
+            self._route(informer)
         self.events = 0
         self.resyncs = 0
         self._relist_due: dict[Kind, asyncio.TimerHandle] = {}
         self._resync_lock = asyncio.Lock()
         self._primed = False
+
+    def _route(self, informer: Informer) -> None:
+        informer.fed = True
+        for kind in informer.kinds:
+            self.routes.setdefault(kind, []).append(informer)
+
+    def attach(self, informer: Informer) -> None:
+        """Feed one more informer, whose kinds were known only after discovery; before
+        :meth:`run` (kopf's handlers are registered when it starts)."""
+        self.informers.append(informer)
+        self._route(informer)
 
     @property
     def kinds(self) -> list[Kind]:

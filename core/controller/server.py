@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from stromboli.core.api import constants as k
 from stromboli.core.clock import Clock, SystemClock
@@ -24,6 +25,7 @@ from stromboli.core.controller.job.controller import JobController
 from stromboli.core.controller.jobflow import JobFlowController
 from stromboli.core.controller.metrics import ControllerMetrics
 from stromboli.core.httpserve import Endpoint, start_process_endpoints
+from stromboli.core.informer import Informer, Kind
 from stromboli.core.leaderelection import LeaderElector
 
 if TYPE_CHECKING:
@@ -33,6 +35,22 @@ log = logging.getLogger(__name__)
 LEASE_NAME = "vc-controller-manager"
 POD = ("v1", "Pod")
 DRIVERS = ("kopf", "native")
+
+
+class Extension(Protocol):
+    """A controller from a layer above (the framework adapters) run in this process: its
+    informer is fed as ours are, and it sees the shared pod watch."""
+
+    informer: Informer
+
+    async def prepare(self) -> None:
+        """Discover what to follow (sets ``informer``); called once, before any event."""
+
+    def seen(self, kind: Kind, event_type: str, obj: dict) -> None:
+        """A pod event of the shared watch."""
+
+    async def run(self, own_watch: bool = True) -> None:
+        """Reconcile until cancelled; ``own_watch=False`` when a driver feeds the informer."""
 
 
 @dataclass(slots=True)
@@ -48,7 +66,11 @@ class ControllerOptions:
 
 class ControllerServer:
     def __init__(
-        self, store: ClusterStore, options: ControllerOptions, clock: Clock | None = None
+        self,
+        store: ClusterStore,
+        options: ControllerOptions,
+        clock: Clock | None = None,
+        extensions: Sequence[Extension] = (),
     ) -> None:
         if options.driver not in DRIVERS:
             raise ValueError(f"driver {options.driver!r} is not one of {', '.join(DRIVERS)}")
@@ -62,11 +84,13 @@ class ControllerServer:
         self.cronjobs = CronJobController(store, self.clock)
         self.jobflows = JobFlowController(store, self.clock, metrics=self.metrics)
         self.enroller = PodEnroller(store, set(options.scheduler_names), events=self.jobs.recorder)
+        self.extensions = list(extensions)
         for quarantine in (
             self.jobs.informer.quarantine,
             self.cronjobs.informer.quarantine,
             self.jobflows.informer.quarantine,
             self.enroller.quarantine,
+            *(extension.informer.quarantine for extension in self.extensions),
         ):
             quarantine.counter = self.metrics.invalid_objects
         # One pod watch for both: the job controller's informer hands pod events on.
@@ -76,6 +100,8 @@ class ControllerServer:
             job_handler(kind, event_type, obj)
             if kind == POD:
                 self.enroller.seen(kind, event_type, obj)
+                for extension in self.extensions:
+                    extension.seen(kind, event_type, obj)
 
         self.jobs.informer.handler = handle
         self.driver: KopfDriver | None = None
@@ -115,6 +141,10 @@ class ControllerServer:
                 if not await self.elector.acquire_unless(self.stopping):
                     return
                 workers.append(asyncio.create_task(self.elector.keep_renewing()))
+            for extension in self.extensions:
+                await extension.prepare()
+                if self.driver is not None:
+                    self.driver.attach(extension.informer)
             if self.driver is not None:
                 # kopf stops itself on SIGTERM (it takes the signal over): its end is ours.
                 workers.append(asyncio.create_task(self.driver.run()))
@@ -122,6 +152,9 @@ class ControllerServer:
             workers.append(asyncio.create_task(self.cronjobs.run()))
             workers.append(asyncio.create_task(self.jobflows.run()))
             workers.append(asyncio.create_task(self.enroller.run(own_watch=False)))
+            for extension in self.extensions:
+                own_watch = self.driver is None
+                workers.append(asyncio.create_task(extension.run(own_watch=own_watch)))
             stopping = asyncio.create_task(self.stopping.wait())
             done, _ = await asyncio.wait({stopping, *workers}, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
