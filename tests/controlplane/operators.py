@@ -1,0 +1,192 @@
+"""Real framework operators on the test control plane.
+
+:func:`operator_build` builds an operator from its pinned Go module on first use (cached in
+``~/.cache/stromboli/operators``; see :mod:`stromboli.core.devcluster.operators`), so a session
+that runs no operator test builds none. :class:`OperatorProcess` runs the binary against the
+``control_plane`` fixture's API server with the admin kubeconfig, every port it opens on
+127.0.0.1 where the operator lets us choose the address. :class:`Pool` is a set of kwok nodes
+tainted for one test module, so that gang fits are exact whatever other modules left on the
+shared cluster's nodes.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stromboli.core.devcluster import ControlPlane
+from stromboli.core.devcluster.client import KubeAPIError, KubeHTTP
+from stromboli.core.devcluster.operators import OperatorBuild, OperatorBuildError, build_operator
+
+POOL_KEY = "stromboli.dev/test-pool"
+GROUP = "scheduling.k8s.io/group-name"
+TASK = "volcano.sh/task-spec"
+PODGROUPS = "/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups"
+
+
+def operator_build(name: str, log_dir: Path) -> OperatorBuild:
+    """Build (or find cached) operator ``name``; the test errors, never skips, if it cannot."""
+    log = log_dir / f"build-{name}.log"
+    try:
+        return build_operator(name, log_path=log)
+    except OperatorBuildError as err:
+        pytest.fail(f"building operator {name} failed ({log}): {err}", pytrace=False)
+
+
+def install_crds(cp: ControlPlane, build: OperatorBuild) -> None:
+    """Apply the operator's own CRDs (from its module) and wait until they are served."""
+    cp.apply_manifests(build.crds)
+
+
+class OperatorProcess:
+    """One operator binary as a subprocess, its output appended to ``log``."""
+
+    def __init__(
+        self,
+        build: OperatorBuild,
+        cp: ControlPlane,
+        log: Path,
+        args: Sequence[str],
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.build = build
+        self.log = log
+        self.argv = [str(build.binary), *args]
+        self.env = {**os.environ, "KUBECONFIG": str(cp.kubeconfig_path), **(env or {})}
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> OperatorProcess:
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                self.argv, stdout=out, stderr=subprocess.STDOUT, env=self.env
+            )
+        return self
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
+
+    def tail(self, chars: int = 3000) -> str:
+        try:
+            return self.log.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+    def check_alive(self) -> None:
+        assert self.process is not None and self.process.poll() is None, (
+            f"{self.build.operator.name} exited ({self.process and self.process.returncode}):\n"
+            f"{self.tail()}"
+        )
+
+
+class Pool:
+    """kwok nodes labelled and tainted ``stromboli.dev/test-pool=<name>``: only pods that
+    tolerate the taint land there, and pods that select the label land nowhere else."""
+
+    def __init__(self, cp: ControlPlane, name: str, cpu: str, memory: str = "16Gi") -> None:
+        self.cp = cp
+        self.name = f"{name}-{uuid.uuid4().hex[:5]}"
+        self.cpu = cpu
+        self.memory = memory
+        self.nodes: list[str] = []
+
+    def add(self, count: int) -> list[str]:
+        names = self.cp.add_nodes(
+            count,
+            cpu=self.cpu,
+            memory=self.memory,
+            pods=110,
+            name_prefix=f"{self.name}-",
+            labels={POOL_KEY: self.name},
+            taints=[{"key": POOL_KEY, "value": self.name, "effect": "NoSchedule"}],
+        )
+        self.nodes += names
+        return names
+
+    def pod_spec(self) -> dict[str, Any]:
+        """The nodeSelector and toleration that put a pod on this pool and nowhere else."""
+        return {
+            "nodeSelector": {POOL_KEY: self.name},
+            "tolerations": [{"key": POOL_KEY, "operator": "Equal", "value": self.name}],
+        }
+
+    def remove(self) -> None:
+        for node in self.nodes:
+            try:
+                self.cp.client.delete(f"/api/v1/nodes/{node}")
+            except KubeAPIError as err:
+                if err.status != 404:
+                    raise
+
+
+def make_namespace(client: KubeHTTP, name: str, labels: Mapping[str, str] | None = None) -> str:
+    client.post(
+        "/api/v1/namespaces",
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": name, "labels": labels or {}},
+        },
+    )
+    try:  # pods need their namespace's default ServiceAccount; don't wait for a controller
+        client.post(
+            f"/api/v1/namespaces/{name}/serviceaccounts",
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}},
+        )
+    except KubeAPIError as err:
+        if err.status != 409:
+            raise
+    return name
+
+
+def wait_until(
+    what: str,
+    probe: Callable[[], Any],
+    *,
+    timeout: float = 90.0,
+    alive: Sequence[Callable[[], None]] = (),
+    logs: Callable[[], str] = lambda: "",
+) -> Any:
+    """Poll ``probe`` until it returns something truthy; fail naming ``what`` and the last
+    value seen (and ``logs()``) when ``timeout`` passes or a process in ``alive`` died."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while True:
+        last = probe()
+        if last:
+            return last
+        for check in alive:
+            check()
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what}: not reached in {timeout}s; last seen {last!r}\n{logs()}")
+        time.sleep(0.25)
+
+
+def pods(client: KubeHTTP, namespace: str, selector: str | None = None) -> list[dict[str, Any]]:
+    query = {"labelSelector": selector} if selector else {}
+    items: list[dict[str, Any]] = client.get(f"/api/v1/namespaces/{namespace}/pods", **query)[
+        "items"
+    ]
+    return items
+
+
+def podgroups(client: KubeHTTP, namespace: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = client.get(PODGROUPS.format(ns=namespace))["items"]
+    return items
+
+
+def bound(items: Sequence[Mapping[str, Any]]) -> list[str]:
+    return sorted(p["metadata"]["name"] for p in items if p["spec"].get("nodeName"))
