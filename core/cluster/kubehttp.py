@@ -36,7 +36,7 @@ from stromboli.core.cluster.errors import (
     TypedApiError,
     UnsupportedMediaTypeError,
 )
-from stromboli.core.cluster.kubeconfig import KubeConfig
+from stromboli.core.cluster.kubeconfig import KubeConfig, KubeConfigError
 from stromboli.core.cluster.ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
@@ -102,6 +102,11 @@ def error_from_response(code: int, body: bytes, http_reason: str | None) -> ApiE
     )
 
 
+def _unauthorized(err: KubeConfigError) -> ApiError:
+    """A credential that could not be fetched, as the 401 the server would have answered."""
+    return error_from_status({"code": 401, "reason": "Unauthorized", "message": str(err)}, 401)
+
+
 class KubeTransport:
     """Requests to ``config.server``; create it anywhere, use it inside one event loop."""
 
@@ -124,7 +129,9 @@ class KubeTransport:
         self._timeout = aiohttp.ClientTimeout(total=request_timeout, connect=CONNECT_TIMEOUT)
         self._max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
+        self._retired: list[aiohttp.ClientSession] = []
         self._ssl = config.ssl_context()
+        self._client_certificate = config.client_certificate()
         # A certificate issued for a name other than the URL's host (tls-server-name).
         self._extra: dict[str, Any] = (
             {"server_hostname": config.tls_server_name} if config.tls_server_name else {}
@@ -141,6 +148,34 @@ class KubeTransport:
             )
             session = self._session = aiohttp.ClientSession(connector=connector)
         return session
+
+    async def _credential_ready(self) -> None:
+        """Run an expiring exec plugin in a thread, not on the event loop; a new client
+        certificate from it means a new TLS context (requests in flight finish on the old)."""
+        if self.config.credential_stale():
+            try:
+                await asyncio.to_thread(self.config.prepare_credential)
+            except KubeConfigError as err:
+                raise _unauthorized(err) from None
+            self._follow_certificate()
+
+    async def _renew_credential(self) -> None:
+        """The API server answered 401: fetch a new credential once, in a thread."""
+        try:
+            rejected = self.config.current_exec_credential()
+            await asyncio.to_thread(self.config.renew_credential, rejected)
+        except KubeConfigError as err:
+            raise _unauthorized(err) from None
+        self._follow_certificate()
+
+    def _follow_certificate(self) -> None:
+        pair = self.config.client_certificate()
+        if pair != self._client_certificate:
+            self._client_certificate = pair
+            self._ssl = self.config.ssl_context()
+            if self._session is not None:
+                self._retired.append(self._session)
+                self._session = None
 
     def headers(self, content_type: str | None = None) -> dict[str, str]:
         headers = {"Accept": JSON, "User-Agent": self.user_agent}
@@ -162,8 +197,10 @@ class KubeTransport:
         """One API call; the decoded JSON answer (``None`` if empty) or an ``ApiError``."""
         url = self.base_url + path
         data = None if body is None else orjson.dumps(body, option=DUMPS_OPTIONS)
+        await self._credential_ready()
         headers = self.headers(content_type if data is not None else None)
         attempt = 0
+        renewed = False
         while True:
             await self.limiter.acquire()
             try:
@@ -214,6 +251,14 @@ class KubeTransport:
                         f"{method} {path}: the API server answered {code} with a body that is "
                         f"not JSON: {raw[:200]!r}"
                     ) from None
+            if code == 401 and self.config.renewable and not renewed:
+                # An exec plugin's or auth provider's credential the server no longer takes
+                # (revoked, or expired without saying when): fetch a new one and try once more.
+                renewed = True
+                log.info("%s %s: 401 Unauthorized; renewing the credential", method, path)
+                await self._renew_credential()
+                headers = self.headers(content_type if data is not None else None)
+                continue
             if retry_throttled and retry_after and code in (429, 503) and attempt < RETRIES:
                 attempt += 1
                 try:
@@ -234,6 +279,7 @@ class KubeTransport:
         Connection failures surface as aiohttp's own exceptions: the watch loop retries them
         itself, with its own backoff, from the last version it saw.
         """
+        await self._credential_ready()
         await self.limiter.acquire()
         timeout = aiohttp.ClientTimeout(total=None, connect=CONNECT_TIMEOUT, sock_read=read_timeout)
         async with self.session.get(
@@ -244,10 +290,16 @@ class KubeTransport:
             **self._extra,
         ) as resp:
             if resp.status != 200:
-                raise error_from_response(resp.status, await resp.read(), resp.reason)
+                raw = await resp.read()
+                if resp.status == 401 and self.config.renewable:
+                    # The watch loop retries; it will then use a fresh credential.
+                    await self._renew_credential()
+                raise error_from_response(resp.status, raw, resp.reason)
             yield resp
 
     async def close(self) -> None:
-        if self._session is not None and not self._session.closed:
-            await self._session.close()
+        for session in (*self._retired, self._session):
+            if session is not None and not session.closed:
+                await session.close()
+        self._retired.clear()
         self._session = None

@@ -173,11 +173,14 @@ def test_kubeconfig_environment_merges_files_first_one_wins(
         KubeConfig.load()
 
 
-def test_kubeconfig_refuses_credential_plugins(tmp_path: Path) -> None:
+def test_kubeconfig_exec_plugin_with_an_unknown_api_version_names_the_field(
+    tmp_path: Path,
+) -> None:
+    # Exec plugins are run (tests/cluster/test_kubeconfig_exec.py); a bad section is refused.
     path = write_kubeconfig(
         tmp_path / "config", "https://x:1", {"exec": {"command": "aws", "apiVersion": "v1"}}
     )
-    with pytest.raises(KubeConfigError, match="exec credential plugin"):
+    with pytest.raises(KubeConfigError, match=r"user 'u': exec.apiVersion is 'v1'"):
         KubeConfig.load(path)
 
 
@@ -192,6 +195,7 @@ def test_in_cluster_config_reads_the_service_account(
     sa.mkdir()
     (sa / "token").write_text("tok-1\n")
     (sa / "namespace").write_text("volcano-system")
+    (sa / "ca.crt").write_bytes(CertificateAuthority().cert_pem)
     config = KubeConfig.in_cluster(sa)
     assert config.server == "https://[fd00::1]:8443"
     assert config.namespace == "volcano-system"
