@@ -31,6 +31,7 @@ import pytest
 import yaml
 
 from stromboli.core.devcluster import ControlPlane, KubeAPIError, KubeHTTP
+from stromboli.integrations.kinds import CONVERTED, FRAMEWORK_KINDS
 from stromboli.webhooks.services import enabled_services
 from tests.controlplane.jobs_live import task, vcjob
 
@@ -58,6 +59,14 @@ R, W = ("list", "watch"), ("get", "list", "watch")
 def grants(resource: str, *verbs: str) -> set[Grant]:
     return {(verb, resource) for verb in verbs}
 
+
+#: The framework objects the adapters follow (integrations/kinds.py), and those that own
+#: PodGroups.
+FRAMEWORK_RESOURCES = tuple(dict.fromkeys(f"{i.group}/{i.plural}" for i in FRAMEWORK_KINDS))
+CONVERTED_RESOURCES = tuple(dict.fromkeys(f"{i.group}/{i.plural}" for i in CONVERTED))
+FRAMEWORK_OWNERS = tuple(
+    r for r in CONVERTED_RESOURCES if not r.endswith(("/rayservices", "/leaderworkersets"))
+)
 
 SCHEDULER_CALLS: set[Grant] = (
     grants("pods", *W, "delete")
@@ -97,6 +106,13 @@ CONTROLLER_CALLS: set[Grant] = (
     | grants("configmaps", "get", "create", "update", "delete")
     | grants("networking.k8s.io/networkpolicies", "create", "delete")
     | grants("events", "create", "get", "update")
+    # integrations/live.py: framework objects followed, PodGroups owned with blockOwnerDeletion
+    # by them (or by a LeaderWorkerSet group's leader pod), a PodGroup made meanwhile read.
+    | {(verb, r) for r in FRAMEWORK_RESOURCES for verb in R}
+    | {("update", f"{r}/finalizers") for r in FRAMEWORK_OWNERS}
+    | grants("pods/finalizers", "update")
+    | grants("namespaces", *R)
+    | grants("scheduling.volcano.sh/podgroups", "get")
 )
 # webhooks/cache.py follows queues and namespaces; webhooks/owners.py follows the kinds between
 # a pod and its workload and reads any other owner (a driver pod, a framework object) once;
@@ -109,6 +125,7 @@ WEBHOOK_CALLS: set[Grant] = (
     | grants("apps/statefulsets", *W)
     | grants("batch/jobs", *W)
     | grants("pods", "get")
+    | {("get", r) for r in CONVERTED_RESOURCES}
     | grants("admissionregistration.k8s.io/mutatingwebhookconfigurations", "create")
     | grants("admissionregistration.k8s.io/validatingwebhookconfigurations", "create")
 )
@@ -142,6 +159,9 @@ RESOURCES = (
     "admissionregistration.k8s.io/validatingadmissionpolicybindings",
     "apiextensions.k8s.io/customresourcedefinitions",
     "certificates.k8s.io/certificatesigningrequests",
+    *FRAMEWORK_RESOURCES,
+    *(f"{r}/finalizers" for r in FRAMEWORK_OWNERS),
+    "pods/finalizers",
 )
 ESCALATIONS = (
     ("impersonate", "users"),
