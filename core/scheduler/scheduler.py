@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,12 +23,15 @@ from stromboli.core.scheduler.api.job import TaskInfo
 from stromboli.core.scheduler.api.status import TaskStatus
 from stromboli.core.scheduler.cache import WATCHED_KINDS, SchedulerCache
 from stromboli.core.scheduler.conf import ConfigSource
+from stromboli.core.scheduler.framework.outcome import EvictionRecord
 from stromboli.core.scheduler.framework.plugin import ACTIONS, Action
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.status import collect
 from stromboli.core.scheduler.writer import StatusWriter, WriteReport
 
 log = logging.getLogger(__name__)
+#: Evictions the scheduler remembers for reports; older ones are forgotten first.
+RECENT_EVICTIONS = 10_000
 
 
 @dataclass(slots=True)
@@ -116,6 +120,8 @@ class Scheduler:
         self._actions: dict[str, Action] = {}
         #: The last session, kept for ``explain`` and reports.
         self.last_session: Session | None = None
+        #: The latest evictions carried out (bounded), for the simulator's report.
+        self.recent_evictions: deque[EvictionRecord] = deque(maxlen=RECENT_EVICTIONS)
 
     async def start(self) -> None:
         for name in (k.ROOT_QUEUE, self.default_queue):
@@ -132,6 +138,32 @@ class Scheduler:
         if action is None:
             action = self._actions[name] = ACTIONS[name]()
         return action
+
+    def _remember_evictions(self, ssn: Session, report: WriteReport, at: str) -> None:
+        done = {task.uid for task in report.evicted}
+
+        def job_of(task: TaskInfo | None) -> tuple[str, str]:
+            job = ssn.jobs.get(task.job_id) if task is not None else None
+            return (f"{job.namespace}/{job.name}", job.queue) if job is not None else ("", "")
+
+        for eviction in ssn.outcome.evictions:
+            if eviction.task.uid not in done:
+                continue
+            victim_job, victim_queue = job_of(eviction.task)
+            by = eviction.preemptor
+            by_job, by_queue = job_of(by)
+            self.recent_evictions.append(
+                EvictionRecord(
+                    at,
+                    eviction.task.key,
+                    victim_job,
+                    victim_queue,
+                    eviction.reason,
+                    by.key if by is not None else "",
+                    by_job,
+                    by_queue,
+                )
+            )
 
     async def run_once(self) -> CycleStats:
         """One scheduling cycle over the current cache."""
@@ -156,6 +188,8 @@ class Scheduler:
         await self.writer.evict(ssn.outcome.evictions, report, ssn.jobs)
         for task in report.evicted:
             self.cache.assume_evicted(task)
+        if report.evicted:
+            self._remember_evictions(ssn, report, format_time(now))
         bind_started = time.perf_counter()
         await self.writer.bind(ssn.outcome.binds, report, ssn.outcome.pod_annotations)
         stats.stage_seconds["Bind"] = time.perf_counter() - bind_started

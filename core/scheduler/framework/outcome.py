@@ -12,6 +12,22 @@ class Eviction:
     task: TaskInfo
     reason: str
     action: str
+    #: The task the eviction makes room for (placed next in the same statement), if any.
+    preemptor: TaskInfo | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class EvictionRecord:
+    """An eviction carried out, as reports tell it: when, whom, why and for whom."""
+
+    at: str
+    victim: str
+    victim_job: str
+    victim_queue: str
+    reason: str
+    preemptor: str = ""
+    preemptor_job: str = ""
+    preemptor_queue: str = ""
 
 
 @dataclass(slots=True)

@@ -77,11 +77,20 @@ class Statement:
         self.operations.clear()
 
     def commit(self, action: str = "") -> None:
-        for op in self.operations:
+        # Actions evict a node's victims and then place the task they make room for, so an
+        # eviction's preemptor is the next task placed in the statement.
+        placed_next: TaskInfo | None = None
+        preemptors: list[TaskInfo | None] = []
+        for op in reversed(self.operations):
+            if op.kind in ("allocate", "pipeline"):
+                placed_next = op.task
+            preemptors.append(placed_next)
+        preemptors.reverse()
+        for op, preemptor in zip(self.operations, preemptors, strict=True):
             if op.kind == "allocate":
                 self.ssn.dispatch(op.task)
             elif op.kind == "evict":
-                self.ssn.outcome.evictions.append(Eviction(op.task, op.reason, action))
+                self.ssn.outcome.evictions.append(Eviction(op.task, op.reason, action, preemptor))
         self.operations.clear()
 
     def merge(self, other: Statement) -> None:
