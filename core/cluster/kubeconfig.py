@@ -146,9 +146,10 @@ class KubeConfig:
         )
 
     @classmethod
-    def in_cluster(cls, sa_dir: Path = SERVICE_ACCOUNT_DIR) -> Self:
-        """The pod's service account, as the kubelet mounts it (read by the ``kubernetes``
-        package's in-cluster loader; the token file is then re-read once a minute)."""
+    def in_cluster(cls, sa_dir: Path | None = None) -> Self:
+        """The pod's service account, as the kubelet mounts it in ``sa_dir`` (default
+        :data:`SERVICE_ACCOUNT_DIR`), read by the ``kubernetes`` package's in-cluster loader;
+        the token file is then re-read once a minute."""
         from kubernetes.client import Configuration
         from kubernetes.config.config_exception import ConfigException
         from kubernetes.config.incluster_config import InClusterConfigLoader
@@ -157,6 +158,7 @@ class KubeConfig:
             raise KubeConfigError(
                 "not running in a pod: $KUBERNETES_SERVICE_HOST is not set (use a kubeconfig)"
             )
+        sa_dir = sa_dir or SERVICE_ACCOUNT_DIR
         token_file, ca_file, ns_file = sa_dir / "token", sa_dir / "ca.crt", sa_dir / "namespace"
         if not token_file.is_file():
             raise KubeConfigError(
