@@ -12,8 +12,13 @@ configurations:
   arguments: {...}
 ```
 
-Unknown actions, plugins, switches and argument keys are errors that name the bad key, so a
-typo never silently turns a policy off. The parsed types are the framework's
+What Volcano refuses is refused here too, naming the bad key: an unknown action, a switch
+that is not true or false, ``proportion`` beside hierarchical ``drf``. What Volcano skips (a
+plugin it has no builder for) or ignores (an argument, switch or key nothing reads) is skipped
+here as well, so a Volcano file loads unchanged, but never silently: each skipped name is a
+:class:`Skipped` entry that the scheduler logs as an error, posts as a Warning event and
+exports as a metric. ``strict=True`` (``--strict-config``) refuses such a file instead, so a
+typo cannot turn a policy off unnoticed. The parsed types are the framework's
 (``framework/options.py``); this module reads files and checks names against the registry.
 """
 
@@ -21,14 +26,15 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from stromboli.core.api.yamlbounds import YamlBoundsError, load_documents
 from stromboli.core.scheduler.framework.arguments import Arguments
 from stromboli.core.scheduler.framework.options import KNOWN_SWITCHES, PluginOption, SchedulerConfig
 from stromboli.core.scheduler.framework.plugin import ACTIONS, PLUGINS
+from stromboli.core.scheduler.volcanoconf import is_volcano_argument, is_volcano_plugin
 
 log = logging.getLogger(__name__)
 
@@ -54,31 +60,90 @@ class ConfigError(ValueError):
     """A configuration file that cannot be used; the message names the bad key."""
 
 
-def _check_arguments(owner: str, arguments: dict, known: dict, prefixes: tuple[str, ...]) -> None:
-    for key in arguments:
-        if key in known or any(str(key).startswith(p) for p in prefixes):
-            continue
-        hint = ", ".join(sorted(known)) or "none"
-        raise ConfigError(f"{owner}: unknown argument {key!r} (known arguments: {hint})")
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A name of the configuration that has no effect here.
+
+    ``owner`` is the plugin or action it belongs to ("" for a top-level key), ``key`` the
+    argument, switch or key ("" when the whole plugin is skipped); ``volcano`` tells a Volcano
+    feature Stromboli lacks from a name neither knows. ``message`` is the whole sentence.
+    """
+
+    owner: str
+    key: str
+    volcano: bool
+    message: str
 
 
-def parse_config(text: str, source: str = "<string>") -> SchedulerConfig:
-    """Parse and validate a configuration document against the registered actions and
-    plugins (``scheduler.builtins.register_builtins`` registers Stromboli's own)."""
+@dataclass(slots=True)
+class _Reader:
+    source: str
+    skipped: list[Skipped]
+
+    def skip(self, where: str, owner: str, key: str, volcano: bool, what: str) -> None:
+        self.skipped.append(Skipped(owner, key, volcano, f"{self.source}: {where}: {what}"))
+
+    def arguments(
+        self, where: str, owner: str, value: Any, known: dict, prefixes: tuple[str, ...]
+    ) -> dict[str, Any]:
+        """The arguments this plugin or action reads; the others are skipped."""
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise ConfigError(f"{self.source}: {where}: arguments must be a mapping")
+        kept: dict[str, Any] = {}
+        for key, item in value.items():
+            name = str(key)
+            if name in known or any(name.startswith(p) for p in prefixes):
+                kept[name] = item
+            elif is_volcano_argument(owner, name):
+                self.skip(
+                    where,
+                    owner,
+                    name,
+                    True,
+                    f"argument {name!r} of Volcano's {owner} is not implemented by Stromboli; "
+                    "skipped",
+                )
+            else:
+                hint = ", ".join(sorted(known)) or "none"
+                self.skip(
+                    where,
+                    owner,
+                    name,
+                    False,
+                    f"unknown argument {name!r}, not Volcano's either (a typo?); skipped "
+                    f"(known arguments: {hint})",
+                )
+        return kept
+
+
+def read_config(text: str, source: str = "<string>") -> tuple[SchedulerConfig, list[Skipped]]:
+    """Parse a configuration document against the registered actions and plugins
+    (``scheduler.builtins.register_builtins`` registers Stromboli's own): the configuration
+    with what Volcano would skip or ignore left out, and those left-out names."""
     if not PLUGINS or not ACTIONS:
         raise ConfigError(
             f"{source}: no scheduler actions or plugins are registered; call "
             "stromboli.core.scheduler.builtins.register_builtins() first"
         )
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{source}: not valid YAML: {err}") from None
+        documents = load_documents(text)
+    except YamlBoundsError as err:
+        raise ConfigError(f"{source}: {err}") from None
+    data = documents[0] if documents else None  # Volcano reads the first document only
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping with 'actions' and 'tiers'")
+    reader = _Reader(source, [])
     for key in data:
         if key not in TOP_LEVEL_KEYS:
-            raise ConfigError(f"{source}: unknown key {key!r} (known: {sorted(TOP_LEVEL_KEYS)})")
+            reader.skip(
+                "top level",
+                "",
+                str(key),
+                False,
+                f"unknown key {key!r} (known: {', '.join(sorted(TOP_LEVEL_KEYS))}); skipped",
+            )
     actions_text = data.get("actions")
     if not isinstance(actions_text, str) or not actions_text.strip():
         raise ConfigError(f"{source}: 'actions' must be a comma-separated string of action names")
@@ -87,84 +152,145 @@ def parse_config(text: str, source: str = "<string>") -> SchedulerConfig:
         if action not in ACTIONS:
             known = ", ".join(sorted(ACTIONS))
             raise ConfigError(f"{source}: actions: unknown action {action!r} (known: {known})")
-    tiers: list[list[PluginOption]] = []
-    for t, tier in enumerate(data.get("tiers") or []):
-        if not isinstance(tier, dict) or not isinstance(tier.get("plugins"), list):
-            raise ConfigError(f"{source}: tiers[{t}] must be a mapping with a 'plugins' list")
-        options: list[PluginOption] = []
-        for p, entry in enumerate(tier["plugins"]):
-            where = f"{source}: tiers[{t}].plugins[{p}]"
-            if not isinstance(entry, dict) or not entry.get("name"):
-                raise ConfigError(f"{where}: each plugin needs a 'name'")
-            name = entry["name"]
-            if name not in PLUGINS:
-                raise ConfigError(
-                    f"{where}: unknown plugin {name!r} (known: {', '.join(sorted(PLUGINS))})"
-                )
-            switches: dict[str, bool] = {}
-            arguments: dict[str, Any] = {}
-            for key, value in entry.items():
-                if key == "name":
-                    continue
-                if key == "arguments":
-                    arguments = dict(value or {})
-                    continue
-                if key not in KNOWN_SWITCHES:
-                    raise ConfigError(f"{where} ({name}): unknown key {key!r}")
-                if not isinstance(value, bool):
-                    raise ConfigError(f"{where} ({name}): {key} must be true or false")
-                switches[key] = value
-            cls = PLUGINS[name]
-            _check_arguments(
-                f"{where} ({name})", arguments, cls.known_arguments, cls.argument_prefixes
-            )
-            options.append(PluginOption(name, Arguments(name, arguments), switches))
-        names = {o.name for o in options}
-        if "proportion" in names and any(o.name == "drf" and o.hierarchy for o in options):
-            raise ConfigError(
-                f"{source}: tiers[{t}]: proportion and drf with enableHierarchy cannot share a tier"
-            )
-        tiers.append(options)
+    raw_tiers = data.get("tiers") or []
+    if not isinstance(raw_tiers, list):
+        raise ConfigError(f"{source}: 'tiers' must be a list of mappings with a 'plugins' list")
+    tiers = [_read_tier(reader, t, tier) for t, tier in enumerate(raw_tiers)]
     action_arguments: dict[str, Arguments] = {}
-    for c, conf in enumerate(data.get("configurations") or []):
-        name = (conf or {}).get("name")
-        if name not in ACTIONS:
-            raise ConfigError(f"{source}: configurations[{c}]: unknown action {name!r}")
-        arguments = dict(conf.get("arguments") or {})
-        _check_arguments(
-            f"{source}: configurations[{c}] ({name})", arguments, ACTIONS[name].known_arguments, ()
+    raw_confs = data.get("configurations") or []
+    if not isinstance(raw_confs, list):
+        raise ConfigError(f"{source}: 'configurations' must be a list of mappings")
+    for c, conf in enumerate(raw_confs):
+        where = f"configurations[{c}]"
+        if not isinstance(conf, dict):
+            raise ConfigError(f"{source}: {where} must be a mapping with a 'name'")
+        name = conf.get("name")
+        if not isinstance(name, str) or name not in ACTIONS:
+            reader.skip(
+                where,
+                str(name or ""),
+                "",
+                False,
+                f"unknown action {name!r}; its arguments are skipped",
+            )
+            continue
+        arguments = reader.arguments(
+            f"{where} ({name})", name, conf.get("arguments"), ACTIONS[name].known_arguments, ()
         )
         action_arguments[name] = Arguments(name, arguments)
-    return SchedulerConfig(actions, tiers, action_arguments, source)
+    return SchedulerConfig(actions, tiers, action_arguments, source), reader.skipped
+
+
+def _read_tier(reader: _Reader, t: int, tier: Any) -> list[PluginOption]:
+    source = reader.source
+    if not isinstance(tier, dict) or not isinstance(tier.get("plugins"), list):
+        raise ConfigError(f"{source}: tiers[{t}] must be a mapping with a 'plugins' list")
+    options: list[PluginOption] = []
+    for p, entry in enumerate(tier["plugins"]):
+        where = f"tiers[{t}].plugins[{p}]"
+        if not isinstance(entry, dict) or not entry.get("name"):
+            raise ConfigError(f"{source}: {where}: each plugin needs a 'name'")
+        name = str(entry["name"])
+        if name not in PLUGINS:
+            if is_volcano_plugin(name):
+                what = f"Volcano's plugin {name!r} is not implemented by Stromboli; skipped"
+            else:
+                known = ", ".join(sorted(PLUGINS))
+                what = f"unknown plugin {name!r}, not Volcano's either (a typo?); skipped "
+                what += f"(known: {known})"
+            reader.skip(where, name, "", is_volcano_plugin(name), what)
+            continue
+        switches: dict[str, bool] = {}
+        arguments: dict[str, Any] = {}
+        for key, value in entry.items():
+            if key == "name":
+                continue
+            if key == "arguments":
+                cls = PLUGINS[name]
+                arguments = reader.arguments(
+                    f"{where} ({name})", name, value, cls.known_arguments, cls.argument_prefixes
+                )
+                continue
+            if key not in KNOWN_SWITCHES:
+                reader.skip(
+                    f"{where} ({name})", name, str(key), False, f"unknown key {key!r}; skipped"
+                )
+                continue
+            if not isinstance(value, bool):
+                raise ConfigError(f"{source}: {where} ({name}): {key} must be true or false")
+            switches[key] = value
+        options.append(PluginOption(name, Arguments(name, arguments), switches))
+    names = {o.name for o in options}
+    if "proportion" in names and any(o.name == "drf" and o.hierarchy for o in options):
+        raise ConfigError(
+            f"{source}: tiers[{t}]: proportion and drf with enableHierarchy cannot share a tier"
+        )
+    return options
+
+
+def parse_config(text: str, source: str = "<string>", *, strict: bool = True) -> SchedulerConfig:
+    """Parse and validate a configuration document. ``strict`` (the default here, for
+    callers that check a file) refuses a name that would be skipped; the scheduler process
+    reads leniently, as Volcano, unless started with ``--strict-config``."""
+    config, skipped = read_config(text, source)
+    if strict and skipped:
+        raise ConfigError(skipped[0].message.replace("; skipped", ""))
+    return config
 
 
 def default_config() -> SchedulerConfig:
     return parse_config(DEFAULT_CONFIG, "<default>")
 
 
-def load_config(path: str | Path | None) -> SchedulerConfig:
+def _read_file(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read scheduler configuration: {err.strerror}") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{path}: scheduler configuration is not UTF-8 text: {err}") from None
+
+
+def load_config(path: str | Path | None, *, strict: bool = True) -> SchedulerConfig:
     if path is None:
         return default_config()
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise ConfigError(f"{path}: cannot read scheduler configuration: {err.strerror}") from None
-    return parse_config(text, str(path))
+    return parse_config(_read_file(path), str(path), strict=strict)
 
 
 class ConfigSource:
     """The active configuration, reloaded when its file changes.
 
     An invalid new version is logged and the previous configuration stays in force, as in
-    Volcano; a broken file at start-up is an error.
+    Volcano; a broken file at start-up is an error. Names Volcano would skip are skipped
+    (``strict=False``, the process default) and listed in ``skipped``, each logged as an error
+    whenever a version is loaded; ``generation`` counts the versions loaded, so the scheduler
+    knows when to report them again. ``strict=True`` refuses such a version instead.
     """
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    def __init__(self, path: str | Path | None = None, *, strict: bool = False) -> None:
         self.path = Path(path) if path else None
+        self.strict = strict
         self._stamp: tuple[float, int] | None = self._stat()
-        self.config = load_config(self.path)
+        self.skipped: list[Skipped] = []
+        self.generation = 0
+        self.config = self._load()
         self.last_error: str = ""
+
+    def _load(self) -> SchedulerConfig:
+        if self.path is None:
+            config, skipped = default_config(), []
+        else:
+            text = _read_file(self.path)
+            if self.strict:
+                config, skipped = parse_config(text, str(self.path)), []
+            else:
+                config, skipped = read_config(text, str(self.path))
+        self.skipped = skipped
+        self.generation += 1
+        for entry in skipped:
+            log.error("%s", entry.message)
+        return config
 
     def _stat(self) -> tuple[float, int] | None:
         if self.path is None:
@@ -180,7 +306,7 @@ class ConfigSource:
         if stamp is not None and stamp != self._stamp:
             self._stamp = stamp
             try:
-                self.config = load_config(self.path)
+                self.config = self._load()
                 self.last_error = ""
                 log.info("reloaded scheduler configuration from %s", self.path)
             except ConfigError as err:

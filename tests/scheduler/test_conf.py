@@ -283,9 +283,9 @@ def test_hot_reload_keeps_old_config_when_new_file_is_invalid(tmp_path: Path) ->
     write(path, conf("enqueue, allocate", ["gang"]), 1000)
     source = ConfigSource(path)
     before = source.current()
-    write(path, conf("enqueue, allocate", ["gnag"]), 2000)
+    write(path, conf("enqueue, alocate", ["gang"]), 2000)
     assert source.current() is before
-    assert "unknown plugin 'gnag'" in source.last_error
+    assert "unknown action 'alocate'" in source.last_error
     # Fixing the file brings the new version in and clears the error.
     write(path, conf("allocate", ["gang"]), 3000)
     assert source.current().actions == ["allocate"]
