@@ -12,6 +12,7 @@ from collections import Counter
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.queue import QueueInfo
 from stromboli.core.scheduler.api.status import TaskStatus
+from stromboli.core.scheduler.framework.conditions import is_queue_refusal
 from stromboli.core.scheduler.framework.session import Session
 
 #: A plugin vetoed the job (jobValid): fewer pods than the gang's minimum, for example.
@@ -57,7 +58,7 @@ _NODES_PREFIX = " nodes are unavailable: "
 def fit_error_reason(message: str) -> str:
     """The class of one fit error message (``0/5 nodes are unavailable: 3 Insufficient cpu,
     2 node(s) had untolerated taint ...``, or allocate's queue refusal)."""
-    if message.startswith("queue "):
+    if is_queue_refusal(message):
         return OVERUSED
     _, found, details = message.partition(_NODES_PREFIX)
     if not found:

@@ -7,20 +7,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from stromboli.core.api.constants import PodGroupConditionType
+from stromboli.core.api.constants import PODGROUP_READY_DETAIL, PodGroupConditionType
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
-from stromboli.core.scheduler.api.resource import Resource
+from stromboli.core.scheduler.api.resource import CPU, MEMORY, PODS, Resource
 from stromboli.core.scheduler.api.status import ALLOCATED_STATUS, TaskStatus
 from stromboli.core.scheduler.framework.conditions import (
+    GANG_OBJECTIONS,
     PodGroupConditionUpdate,
+    is_queue_refusal,
     job_fit_error,
     merge_condition,
     podgroup_phase,
 )
 from stromboli.core.scheduler.framework.session import Session
 
-#: Pod condition message when nothing more precise is known (Volcano's AllNodeUnavailableMsg).
-ALL_NODES_UNAVAILABLE = "all nodes are unavailable"
+#: Phases in which Volcano posts the gang's ``Unschedulable`` event on the PodGroup each session.
+_UNREADY_PHASES = ("Pending", "Inqueue", "Unknown")
 
 
 @dataclass(slots=True)
@@ -81,8 +83,9 @@ def podgroup_status(ssn: Session, job: JobInfo, now: str) -> dict | None:
     """The PodGroup's new status, or None when nothing but times would change."""
     old = job.podgroup.get("status") or {}
     update = ssn.podgroup_conditions.get(job.uid)
-    if job.invalid is not None:
-        reason, message = job.invalid
+    objection = _own_objection(job)
+    if objection is not None:
+        reason, message = objection
         update = PodGroupConditionUpdate(PodGroupConditionType.UNSCHEDULABLE, reason, message)
     conditions = list(old.get("conditions") or [])
     if update is not None:
@@ -111,9 +114,19 @@ def podgroup_status(ssn: Session, job: JobInfo, now: str) -> dict | None:
     return None if same else new
 
 
+def _own_objection(job: JobInfo) -> tuple[str, str] | None:
+    """A ``jobValid`` objection Volcano has no counterpart of (capacity's queue hierarchy): it
+    is written as the group's condition. Gang's own objections are not (see GANG_OBJECTIONS)."""
+    if job.invalid is None or job.invalid[0] in GANG_OBJECTIONS:
+        return None
+    return job.invalid
+
+
 def _task_reason(job: JobInfo, task: TaskInfo, base: str) -> tuple[str, str]:
     """PodScheduled reason and message of a task left unbound (Volcano's TaskSchedulingReason):
-    a pending task whose placement this session was undone reports where it could have gone."""
+    a pending task whose placement this session was undone reports where it could have gone;
+    one that fitted no node, its fit error; any other, the gang sentence ``base``, followed by
+    Stromboli's queue refusal where allocate recorded one."""
     status, node = task.status, task.node_name
     if status == TaskStatus.PENDING and task.last_status is not None:
         status, node = task.last_status, task.last_node
@@ -123,6 +136,8 @@ def _task_reason(job: JobInfo, task: TaskInfo, base: str) -> tuple[str, str]:
     if status == TaskStatus.PIPELINED:
         return "Unschedulable", f"{where}, once resource is released and minAvailable is satisfied"
     error = job.fit_errors.get(task.uid)
+    if error and is_queue_refusal(error):
+        return "Unschedulable", f"{base}; {error}"
     if error:
         return "Unschedulable", error
     return "Unschedulable", base
@@ -145,35 +160,40 @@ def _pod_condition_unchanged(pod: dict, reason: str, message: str, nominated: st
 def collect(ssn: Session, now: str) -> StatusChanges:
     changes = StatusChanges()
     allocated: dict[str, Resource] = {}
+    plugin_events: dict[str, list[tuple[str, str, str]]] = {}
+    for uid, kind, reason, message in ssn.job_events:
+        plugin_events.setdefault(uid, []).append((kind, reason, message))
     for job in ssn.jobs.values():
         queue_total = allocated.setdefault(job.queue, Resource())
-        for task in job.tasks_with(ALLOCATED_STATUS):
+        held = job.tasks_with(ALLOCATED_STATUS)
+        for task in held:
             queue_total.add(task.resreq)
-        for uid, kind, reason, message in ssn.job_events:
-            if uid == job.uid:
-                changes.events.append(EventRecord(object_ref(job.podgroup), kind, reason, message))
+        if held:  # Volcano's task request counts the pod itself (``pods: 1``)
+            queue_total.amounts[PODS] = queue_total.get(PODS) + len(held)
+        for kind, reason, message in plugin_events.get(job.uid, ()):
+            changes.events.append(EventRecord(object_ref(job.podgroup), kind, reason, message))
         status = podgroup_status(ssn, job, now)
         if status is not None:
             key = (job.namespace, job.name)
             changes.podgroups[key] = status
             changes.podgroup_objects[key] = job.podgroup
         phase = status["phase"] if status is not None else job.phase
-        gang_message = ssn.unschedulable_events.get(job.uid)
-        if phase in ("Pending", "Inqueue", "Unknown") and gang_message is not None:
-            # The event counts the pending pods; the condition, the ones still missing.
+        waiting = job.tasks_with(TaskStatus.ALLOCATED | TaskStatus.PENDING | TaskStatus.PIPELINED)
+        fit_error = job_fit_error(job) if waiting or phase in _UNREADY_PHASES else ""
+        ref = object_ref(job.podgroup)
+        if phase in _UNREADY_PHASES:
+            # Volcano's RecordJobStatusEvent: every session, for every group short of running
+            # (one whose pods do not exist yet included), counting its pending pods.
             pending = job.count(TaskStatus.PENDING)
-            message = (
-                f"{pending}/{len(job.tasks)} tasks in gang unschedulable: {job_fit_error(job)}"
-            )
-            changes.events.append(
-                EventRecord(object_ref(job.podgroup), "Warning", "Unschedulable", message)
-            )
-        base = job.invalid[1] if job.invalid is not None else gang_message or ALL_NODES_UNAVAILABLE
+            message = f"{pending}/{len(job.tasks)} tasks in gang unschedulable: {fit_error}"
+            changes.events.append(EventRecord(ref, "Warning", "Unschedulable", message))
+        elif status is not None:
+            changes.events.append(EventRecord(ref, "Normal", "Scheduled", PODGROUP_READY_DETAIL))
+        objection = _own_objection(job)
+        base = f"{fit_error}; {objection[1]}" if objection is not None else fit_error
         # Every pod left unbound says why, whatever its group's phase, as Volcano's scheduler
         # marks each pending pod it could not place.
-        for task in job.tasks_with(
-            TaskStatus.ALLOCATED | TaskStatus.PENDING | TaskStatus.PIPELINED
-        ):
+        for task in waiting:
             reason, message = _task_reason(job, task, base)
             if _pod_condition_unchanged(task.pod, reason, message, task.nominated_node):
                 continue
@@ -187,7 +207,9 @@ def collect(ssn: Session, now: str) -> StatusChanges:
 
 
 def _queue_allocated(ssn: Session, allocated: dict[str, Resource], changes: StatusChanges) -> None:
-    """Each queue's allocated total, rolled up through its ancestors to ``root``."""
+    """Each queue's allocated total, rolled up through its ancestors to ``root``, as Volcano
+    writes it: ``cpu`` and ``memory`` always (``0`` when idle), ``pods`` and other resources
+    when some pod holds them."""
     totals: dict[str, Resource] = {name: Resource() for name in ssn.queues}
     for name, amount in allocated.items():
         seen: set[str] = set()
@@ -197,9 +219,13 @@ def _queue_allocated(ssn: Session, allocated: dict[str, Resource], changes: Stat
             totals[current].add(amount)
             current = ssn.queues[current].parent
     for name, total in totals.items():
-        listed = total.to_list()
-        listed.pop("pods", None)
-        old = (ssn.queues[name].queue.get("status") or {}).get("allocated") or {}
-        if Resource.from_list(old) != Resource.from_list(listed):
+        listed = {CPU: "0", MEMORY: "0", **total.to_list()}
+        stored = ssn.queues[name].queue.get("status") or {}
+        old = stored.get("allocated") or {}
+        if (
+            set(old) != set(listed)
+            or Resource.from_list(old) != Resource.from_list(listed)
+            or "reservation" not in stored
+        ):
             changes.queues[name] = listed
             changes.queue_objects[name] = ssn.queues[name].queue

@@ -76,6 +76,12 @@ def _set_condition(
     return conditions
 
 
+def _queue_status(queue: dict, allocated: dict[str, str]) -> dict:
+    """The queue's status with the new ``allocated``; ``reservation`` is always present (empty
+    unless set), as Volcano's scheduler serialises it."""
+    return {"reservation": {}, **(queue.get("status") or {}), "allocated": allocated}
+
+
 def pod_ref(task: TaskInfo) -> dict:
     return {
         "apiVersion": "v1",
@@ -224,9 +230,7 @@ class StatusWriter:
                 f"Queue {name}",
                 changes.queue_objects.get(name),
                 lambda: self.store.get(k.SCHEDULING_V1BETA1, "Queue", name),
-                lambda q: self.store.update_status(
-                    {**q, "status": {**(q.get("status") or {}), "allocated": allocated}}
-                ),
+                lambda q: self.store.update_status({**q, "status": _queue_status(q, allocated)}),
             )
 
         await bounded(changes.podgroups.items(), podgroup, self.concurrency)

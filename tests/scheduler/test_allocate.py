@@ -245,11 +245,14 @@ async def test_too_few_pods_for_min_member_is_invalid(tmp_path: Path) -> None:
     )
     assert (await c.run()).bound == 0
     conditions = (await c.pg("pg"))["status"]["conditions"]
+    # Volcano skips the invalid job and reports it at session close as a gang short of pods
+    # (its jobValid reason, NotEnoughTasks, is written nowhere).
     assert [(x["type"], x["reason"], x["message"]) for x in conditions] == [
         (
             "Unschedulable",
-            "NotEnoughTasks",
-            "Not enough valid tasks for gang-scheduling, valid: 2, min: 3",
+            "NotEnoughResources",
+            "3/2 tasks in gang unschedulable: pod group is not ready, 2 Pending, "
+            "3 minAvailable; Pending: 2 Unschedulable",
         )
     ]
 
@@ -266,8 +269,12 @@ async def test_role_short_of_its_minimum_is_invalid(tmp_path: Path) -> None:
     )
     assert (await c.run()).bound == 0
     condition = (await c.pg("pg"))["status"]["conditions"][0]
-    assert condition["reason"] == "NotEnoughPodsOfTask"
-    assert condition["message"] == "Not enough valid pods of each task for gang-scheduling"
+    # NotEnoughPodsOfTask stays gang's jobValid reason only, as in Volcano.
+    assert condition["reason"] == "NotEnoughResources"
+    assert condition["message"] == (
+        "3/3 tasks in gang unschedulable: pod group is not ready, 3 Pending, 3 minAvailable; "
+        "Pending: 3 Unschedulable"
+    )
 
 
 async def test_roles_that_meet_their_minimum_are_bound(tmp_path: Path) -> None:

@@ -75,8 +75,10 @@ async def test_podgroup_beyond_the_factor_stays_pending(tmp_path: Path) -> None:
     await c.run()
     assert await phase(c, "big") == "Pending"
     events = await c.events(reason="Unschedulable", name="big")
-    overused = [e for e in events if e["message"] == "resource in cluster is overused"]
-    assert [(e["type"], e["involvedObject"]["kind"]) for e in overused] == [("Warning", "PodGroup")]
+    overused = [
+        e for e in events if e["message"] == "resource in cluster is overused: overused cpu"
+    ]
+    assert [(e["type"], e["involvedObject"]["kind"]) for e in overused] == [("Normal", "PodGroup")]
 
 
 async def test_larger_factor_admits_more(tmp_path: Path) -> None:

@@ -91,6 +91,7 @@ def test_job_fit_error_histograms() -> None:
     job.fit_errors["uid-t-1"] = "0/1 nodes are unavailable: 1 Insufficient cpu."
     assert job_fit_error(job) == (
         "pod group is not ready, 1 Running, 2 Pending, 3 minAvailable; Pending: 2 Unschedulable"
+        ". Origin reason is t-1: 0/1 nodes are unavailable: 1 Insufficient cpu."
     )
 
 
@@ -204,7 +205,7 @@ async def test_ready_gang_gets_scheduled_condition(tmp_path: Path) -> None:
     assert condition is not None
     assert condition["status"] == "True"
     assert condition["reason"] == "tasks in gang are ready to be scheduled"
-    assert condition["message"] == ""
+    assert "message" not in condition  # Volcano's field is omitempty
     assert stats.session is not None
     assert condition["transitionID"] == stats.session.uid
     assert condition["lastTransitionTime"] == format_time(stats.session.now)
@@ -267,7 +268,8 @@ async def test_unschedulable_pod_conditions_and_events(tmp_path: Path) -> None:
     assert len(await c.events(reason="FailedScheduling", name="pg-0")) == 1
     assert (await c.pg("pg"))["status"]["conditions"][0]["message"] == (
         "1/3 tasks in gang unschedulable: pod group is not ready, 3 Pending, 3 minAvailable; "
-        "Pending: 1 Unschedulable, 2 Schedulable"
+        "Pending: 1 Unschedulable, 2 Schedulable. "
+        "Origin reason is pg-2: 0/2 nodes are unavailable: 2 Insufficient cpu."
     )
 
 
@@ -283,7 +285,11 @@ async def test_queue_limit_is_reported_on_the_pod(tmp_path: Path) -> None:
     failed = pod_condition(await c.pod("pg-2"))
     assert failed is not None
     assert failed["reason"] == "Unschedulable"
-    assert failed["message"] == "queue default has not enough resources left for the task"
+    # Volcano's gang sentence first (it records no fit error here), Stromboli's detail after.
+    assert failed["message"] == (
+        "pod group is not ready, 3 Pending, 3 minAvailable; Pending: 1 Unschedulable, "
+        "2 Schedulable; queue default has not enough resources left for the task"
+    )
 
 
 async def test_podgroup_unschedulable_event_counts_pending_pods(tmp_path: Path) -> None:
@@ -352,9 +358,9 @@ async def test_pending_extra_pod_of_a_running_job_gets_a_condition(tmp_path: Pat
     assert condition["message"] == "0/1 nodes are unavailable: 1 Insufficient cpu."
 
 
-async def test_untried_pod_of_a_running_job_says_all_nodes_unavailable(tmp_path: Path) -> None:
+async def test_untried_pod_of_a_running_job_gets_the_gang_sentence(tmp_path: Path) -> None:
     # proportion marks the queue overused once it holds the whole cluster, so the second pod
-    # is never tried: it gets Volcano's generic message.
+    # is never tried: no fit error, so Volcano's JobInfo.FitError (of a ready gang) it is.
     c = await start(
         tmp_path,
         node("n1", cpu="2"),
@@ -366,7 +372,7 @@ async def test_untried_pod_of_a_running_job_says_all_nodes_unavailable(tmp_path:
     assert condition is not None
     assert (condition["reason"], condition["message"]) == (
         "Unschedulable",
-        "all nodes are unavailable",
+        "pod group is ready, 1 Bound, 1 Pending, 1 minAvailable; Pending: 1 Unschedulable",
     )
 
 

@@ -245,7 +245,8 @@ class QueueStates:
         name = queue["metadata"]["name"]
         try:
             fresh = await self.store.get(k.SCHEDULING_V1BETA1, "Queue", name)
-            fresh["status"] = {**(fresh.get("status") or {}), "state": state}
+            # ``reservation`` is always present in Volcano's serialised status (empty unless set).
+            fresh["status"] = {"reservation": {}, **(fresh.get("status") or {}), "state": state}
             written = await self.store.update_status(fresh)
         except NotFoundError:
             return False

@@ -17,7 +17,7 @@ from stromboli.core.scheduler.actions.enqueue import mark_inqueue
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.queue import QueueInfo
 from stromboli.core.scheduler.api.status import READY_STATUS, TaskStatus
-from stromboli.core.scheduler.framework.conditions import terminating_members_only
+from stromboli.core.scheduler.framework.conditions import queue_refusal, terminating_members_only
 from stromboli.core.scheduler.framework.filters import FitErrors
 from stromboli.core.scheduler.framework.plugin import Action
 from stromboli.core.scheduler.framework.session import Session
@@ -212,9 +212,7 @@ class AllocateAction(Action):
             if task.role and task.role in failed_roles:
                 continue  # a task of this role already fitted nowhere
             if not ssn.allocatable(queue, task):
-                ssn.record_fit_error(
-                    job, task, f"queue {queue.name} has not enough resources left for the task"
-                )
+                ssn.record_fit_error(job, task, queue_refusal(queue.name))
                 continue
             result = place(ssn, task) if domain is None else place(ssn, task, domain=domain)
             if isinstance(result, FitErrors):

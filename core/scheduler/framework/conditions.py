@@ -11,7 +11,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from stromboli.core.api.constants import PODGROUP_NOT_READY_DETAIL, PodGroupConditionType
+from stromboli.core.api.constants import (
+    PODGROUP_NOT_READY_DETAIL,
+    PODGROUP_READY_DETAIL,
+    PodGroupConditionReason,
+    PodGroupConditionType,
+)
 from stromboli.core.scheduler.api.job import JobInfo
 from stromboli.core.scheduler.api.status import (
     COMPLETED_STATUS,
@@ -19,6 +24,25 @@ from stromboli.core.scheduler.api.status import (
     SCHEDULED_STATUS,
     TaskStatus,
 )
+
+#: Objections of gang's ``jobValid``. Volcano skips such a job in its actions but never writes
+#: these reasons on the PodGroup: at session close the group is judged like any other (a
+#: group with pods that is not ready gets ``NotEnoughResources``; one without pods, nothing).
+GANG_OBJECTIONS = frozenset(
+    {PodGroupConditionReason.NOT_ENOUGH_TASKS, PodGroupConditionReason.NOT_ENOUGH_PODS_OF_TASK}
+)
+
+_QUEUE_REFUSAL = " has not enough resources left for the task"
+
+
+def queue_refusal(queue: str) -> str:
+    """Stromboli's detail for a task that allocate passed by because its queue is full; Volcano
+    records no fit error then, so pods lead with its gang sentence and this follows."""
+    return f"queue {queue}{_QUEUE_REFUSAL}"
+
+
+def is_queue_refusal(message: str) -> bool:
+    return message.startswith("queue ") and message.endswith(_QUEUE_REFUSAL)
 
 
 @dataclass(slots=True)
@@ -55,18 +79,30 @@ def task_scheduling_reason(job: JobInfo, task_uid: str) -> str:
 
 
 def job_fit_error(job: JobInfo) -> str:
-    """Volcano's summary of a job that is not ready, e.g.
-    ``pod group is not ready, 3 Pending, 3 minAvailable; Pending: 3 Unschedulable``."""
+    """Volcano's summary of a job's state (its ``JobInfo.FitError``), e.g.
+    ``pod group is not ready, 3 Pending, 3 minAvailable; Pending: 1 Unschedulable, 2 Schedulable``
+    followed by ``. Origin reason is <pod>: <fit error>`` for the first pod that fitted no node.
+
+    Only node fit errors name an origin, as in Volcano; a queue refusal (Stromboli's detail,
+    see :func:`queue_refusal`) does not.
+    """
     counts: Counter[str] = Counter()
     for status, bucket in job.by_status.items():
         if bucket:
             counts[status.label] += len(bucket)
     counts["minAvailable"] = job.min_available
-    message = f"{PODGROUP_NOT_READY_DETAIL}, {_histogram(counts)}"
+    detail = PODGROUP_READY_DETAIL if job.is_ready() else PODGROUP_NOT_READY_DETAIL
+    message = f"{detail}, {_histogram(counts)}"
     pending = job.by_status.get(TaskStatus.PENDING) or {}
     if pending:
         reasons = Counter(task_scheduling_reason(job, uid) for uid in pending)
         message += f"; Pending: {_histogram(reasons)}"
+    if job.job_fit_error:
+        return f"{message}. Origin reason is: {job.job_fit_error}"
+    for task in job.tasks.values():
+        error = job.fit_errors.get(task.uid)
+        if error and not is_queue_refusal(error):
+            return f"{message}. Origin reason is {task.name}: {error}"
     return message
 
 
@@ -87,15 +123,17 @@ def podgroup_phase(job: JobInfo, unschedulable_this_session: bool) -> str:
 def merge_condition(
     conditions: list[dict], update: PodGroupConditionUpdate, transition_id: str, now: str
 ) -> list[dict]:
-    """Replace the condition of the same type; a new status moves its transition time."""
+    """Replace the condition of the same type (others stay, as in Volcano); a new status,
+    reason or message moves its transition time."""
     fresh = {
         "type": update.type,
         "status": update.status,
         "transitionID": transition_id,
         "lastTransitionTime": now,
         "reason": update.reason,
-        "message": update.message,
     }
+    if update.message:  # Volcano's field is omitempty: no message, no key
+        fresh["message"] = update.message
     merged: list[dict] = []
     replaced = False
     for existing in conditions:

@@ -49,6 +49,7 @@ from stromboli.core.scheduler.framework.session import (
     EventHandler,
     Session,
 )
+from stromboli.core.scheduler.util.inqueue import format_resource_names
 
 log = logging.getLogger(__name__)
 
@@ -286,9 +287,7 @@ def _short_of(have: Resource, need: Resource) -> bool:
 
 
 def _format_names(prefix: str, names: list[str]) -> str:
-    if not names:
-        return prefix
-    return f"{prefix}: " + ", ".join(f"insufficient {name}" for name in names)
+    return format_resource_names(prefix, "insufficient", names)
 
 
 class CapacityPlugin(Plugin):

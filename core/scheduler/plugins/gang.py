@@ -11,6 +11,7 @@ from __future__ import annotations
 from stromboli.core.api.constants import PodGroupConditionReason, PodGroupConditionType
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.framework.conditions import (
+    GANG_OBJECTIONS,
     PodGroupConditionUpdate,
     job_fit_error,
     schedulable_task_num,
@@ -112,8 +113,14 @@ class GangPlugin(Plugin):
         return select
 
     def on_session_close(self, ssn: Session) -> None:
+        """Each job with pods gets ``Scheduled`` or ``Unschedulable``; a job whose pods do not
+        exist yet (a vcjob's group before the controller creates them) gets nothing and stays
+        as it is, as in Volcano. Gang's own ``jobValid`` objections are judged here like any
+        other shortfall; another plugin's objection is written by the status writer."""
         for job in ssn.jobs.values():
-            if job.invalid is not None:
+            if not job.tasks:
+                continue
+            if job.invalid is not None and job.invalid[0] not in GANG_OBJECTIONS:
                 continue
             if not self.job_ready(job) and terminating_members_only(job):
                 continue

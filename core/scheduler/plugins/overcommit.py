@@ -1,7 +1,8 @@
 """overcommit: admit PodGroups while the cluster, inflated by a factor, has room.
 
 ``idle = total × overcommit-factor − used``; a PodGroup is admitted (enqueued) when its
-``minResources`` plus what already-admitted groups still need fit in that idle amount.
+``minResources`` plus what already-admitted groups still need fit in that idle amount; a refusal
+is a Normal ``Unschedulable`` event on the group naming the resources (Volcano's words).
 """
 
 from __future__ import annotations
@@ -9,11 +10,15 @@ from __future__ import annotations
 from typing import ClassVar
 
 from stromboli.core.scheduler.api.job import JobInfo
-from stromboli.core.scheduler.api.resource import EPSILON, PODS, Resource
+from stromboli.core.scheduler.api.resource import Resource
 from stromboli.core.scheduler.framework.plugin import Plugin
 from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import PERMIT, REJECT, Session
-from stromboli.core.scheduler.util.inqueue import without_gated
+from stromboli.core.scheduler.util.inqueue import (
+    format_resource_names,
+    short_resources,
+    without_gated,
+)
 
 DEFAULT_FACTOR = 1.2
 OVERUSED_MESSAGE = "resource in cluster is overused"
@@ -41,15 +46,11 @@ class OvercommitPlugin(Plugin):
         def job_enqueueable(job: JobInfo) -> int:
             if job.min_resources is None:
                 return PERMIT
-            wanted = inqueue + job.min_resources
-            fits = all(
-                wanted.get(name) <= idle.get(name) + EPSILON
-                for name, v in job.min_resources.amounts.items()
-                if v > EPSILON and name != PODS
-            )
-            if fits:
+            short = short_resources(inqueue + job.min_resources, idle, job.min_resources)
+            if not short:
                 return PERMIT
-            ssn.job_events.append((job.uid, "Warning", "Unschedulable", OVERUSED_MESSAGE))
+            message = format_resource_names(OVERUSED_MESSAGE, "overused", short)
+            ssn.job_events.append((job.uid, "Normal", "Unschedulable", message))
             return REJECT
 
         def job_enqueued(job: JobInfo) -> None:

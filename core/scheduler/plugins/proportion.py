@@ -23,7 +23,14 @@ from stromboli.core.scheduler.framework.session import (
     EventHandler,
     Session,
 )
-from stromboli.core.scheduler.util.inqueue import without_gated
+from stromboli.core.scheduler.util.inqueue import (
+    format_resource_names,
+    short_resources,
+    without_gated,
+)
+
+#: Volcano's enqueue refusal, posted as a Normal ``Unschedulable`` event on the PodGroup.
+QUOTA_MESSAGE = "queue resource quota insufficient"
 
 
 @dataclass(slots=True)
@@ -173,12 +180,12 @@ class ProportionPlugin(Plugin):
             attr = attrs.get(queue.name) or self._new_attr(queue, total, total_guarantee)
             wanted = job.min_resources + attr.allocated + attr.inqueue
             wanted.sub(attr.elastic)
-            fits = all(
-                wanted.get(name) <= attr.real_capability.get(name) + EPSILON
-                for name, v in job.min_resources.amounts.items()
-                if v > EPSILON and name != PODS
-            )
-            return PERMIT if fits else REJECT
+            short = short_resources(wanted, attr.real_capability, job.min_resources)
+            if not short:
+                return PERMIT
+            message = format_resource_names(QUOTA_MESSAGE, "insufficient", short)
+            ssn.job_events.append((job.uid, "Normal", "Unschedulable", message))
+            return REJECT
 
         def job_enqueued(job: JobInfo) -> None:
             attr = attrs.get(job.queue)

@@ -223,8 +223,27 @@ def test_close_marks_a_job_short_of_its_gang_unschedulable() -> None:
     assert ssn.unschedulable_events["default/pg"] == update.message
 
 
-def test_close_skips_invalid_jobs() -> None:
+def test_close_judges_gangs_own_objection_as_a_shortfall() -> None:
+    # Volcano writes gang's jobValid reasons nowhere: the group is simply not ready.
     ssn = make_session([podgroup("pg", 2), pod("pg-0", group="pg", cpu="1")], GANG)
     ssn.jobs["default/pg"].invalid = ("NotEnoughTasks", "x")
+    ssn.close()
+    condition = ssn.podgroup_conditions["default/pg"]
+    assert (condition.type, condition.reason) == ("Unschedulable", "NotEnoughResources")
+    assert condition.message == (
+        "2/1 tasks in gang unschedulable: pod group is not ready, 1 Pending, 2 minAvailable; "
+        "Pending: 1 Unschedulable"
+    )
+
+
+def test_close_leaves_another_plugins_objection_alone() -> None:
+    ssn = make_session([podgroup("pg", 2), pod("pg-0", group="pg", cpu="1")], GANG)
+    ssn.jobs["default/pg"].invalid = ("NotLeafQueue", "x")
+    ssn.close()
+    assert "default/pg" not in ssn.podgroup_conditions
+
+
+def test_close_writes_nothing_for_a_group_without_pods() -> None:
+    ssn = make_session([podgroup("pg", 3)], GANG)
     ssn.close()
     assert "default/pg" not in ssn.podgroup_conditions

@@ -36,7 +36,10 @@ def test_room_is_total_times_factor() -> None:
 def test_reject_records_a_podgroup_event() -> None:
     ssn = session(podgroup("over", 1, min_resources={"cpu": "13"}))
     vote(ssn, "over")
-    assert ssn.job_events == [("default/over", "Warning", "Unschedulable", OVERUSED_MESSAGE)]
+    # Volcano's event is Normal and names the resources.
+    assert ssn.job_events == [
+        ("default/over", "Normal", "Unschedulable", "resource in cluster is overused: overused cpu")
+    ]
     assert OVERUSED_MESSAGE == "resource in cluster is overused"
 
 
