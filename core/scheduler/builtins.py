@@ -29,6 +29,7 @@ from stromboli.core.scheduler.plugins.conformance import ConformancePlugin
 from stromboli.core.scheduler.plugins.deviceshare import DeviceSharePlugin
 from stromboli.core.scheduler.plugins.drf import DrfPlugin
 from stromboli.core.scheduler.plugins.extender import ExtenderPlugin
+from stromboli.core.scheduler.plugins.fragmentation import FragmentationPlugin
 from stromboli.core.scheduler.plugins.gang import GangPlugin
 from stromboli.core.scheduler.plugins.network_topology import NetworkTopologyPlugin
 from stromboli.core.scheduler.plugins.nodegroup import NodeGroupPlugin
@@ -62,6 +63,7 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     DeviceSharePlugin,
     DrfPlugin,
     ExtenderPlugin,
+    FragmentationPlugin,
     GangPlugin,
     NetworkTopologyPlugin,
     NodeGroupPlugin,

@@ -1,0 +1,369 @@
+"""The openb benchmark: GPU allocation of the real scheduler on Alibaba's GPU-sharing traces,
+beside the published results of FGD (Weng et al., *Beware of Fragmentation*, USENIX ATC 2023).
+
+Reads ``../shared/traces/openb/`` (``--traces``) where it lies; nothing of it is copied here.
+The protocol is the paper's (the traces' README): pods arrive one at a time in trace order,
+re-sampled at random (``--seed``) and appended until the GPU demand that has arrived is
+``--tune`` (1.3) × the cluster's GPU capacity; nothing finishes; a pod that fits nowhere fails
+and is not retried. Each pod is its own PodGroup, created in arrival order, and one session of
+the real scheduler (``allocate`` over the configured plugins) places them in that order, so
+every pod sees the placements of all before it. The GPU model of a node is its
+``nvidia.com/gpu.product`` label and the type of the cards it registers in
+``volcano.sh/node-vgpu-register``; a pod's ``gpu_spec`` is its ``nvidia.com/use-gputype``; a
+shared pod is one vGPU with ``gpu_milli`` / 10 as both ``volcano.sh/vgpu-memory-percentage``
+and ``volcano.sh/vgpu-cores``; a pod of whole GPUs asks for that many whole vGPUs.
+
+Every node is scored (Volcano's ``--percentage-nodes-to-find=100``), as the paper's simulator
+does. Prints, per trace, the GPUs allocated (% of capacity) at every 10% of arrived demand for
+our ``fragmentation`` policy, ``deviceshare`` binpack and spread, plain ``binpack``, beside the
+paper's six policies (mean over its seeds, from ``fgd_expected_allocation.csv``), then the
+unallocated-GPU ratio at 100% against FGD's, and the replay times with the load average.
+
+Run: .venv/bin/python benchmarks/fragmentation_bench.py [--trace default] [--policy ours]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import random
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from stromboli.core.api import constants as k
+from stromboli.core.clock import EPOCH
+from stromboli.core.scheduler.actions.allocate import AllocateAction
+from stromboli.core.scheduler.api.status import ALLOCATED_STATUS
+from stromboli.core.scheduler.builtins import register_builtins
+from stromboli.core.scheduler.cache import SchedulerCache
+from stromboli.core.scheduler.conf import parse_config
+from stromboli.core.scheduler.framework.session import Session
+from stromboli.core.scheduler.scheduler import builtin_queue
+from stromboli.core.scheduler.util import placement
+
+TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "openb"
+NODE_FILE = "openb_node_list_gpu_node.csv"
+EXPECTED_FILE = "fgd_expected_allocation.csv"
+WORKLOADS = {
+    "default": "openb_pod_list_default",
+    "gpushare100": "openb_pod_list_gpushare100",
+    "multigpu50": "openb_pod_list_multigpu50",
+}
+#: Card memory (MiB) registered per GPU model; any value divisible by 100 keeps percentages
+#: exact. The models G2 and G3 are anonymised in the trace.
+MODEL_MEMORY = {"V100M32": 32000, "A10": 24000, "T4": 15000}
+DEFAULT_MEMORY = 16000
+#: How many pods may share one card (``count`` in the registration).
+CARD_SLOTS = 16
+POINTS = tuple(range(10, 101, 10))
+
+_BASE = """\
+actions: "allocate"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+- plugins:
+"""
+_VGPU = '"deviceshare.VGPUEnable": true'
+POLICIES = {
+    "ours": _BASE
+    + f"""  - name: deviceshare
+    arguments: {{{_VGPU}}}
+  - name: fragmentation
+""",
+    "deviceshare-binpack": _BASE
+    + f"""  - name: deviceshare
+    arguments: {{{_VGPU}, "deviceshare.SchedulePolicy": binpack, "deviceshare.ScheduleWeight": 1}}
+""",
+    "deviceshare-spread": _BASE
+    + f"""  - name: deviceshare
+    arguments: {{{_VGPU}, "deviceshare.SchedulePolicy": spread, "deviceshare.ScheduleWeight": 1}}
+""",
+    "binpack": _BASE
+    + f"""  - name: deviceshare
+    arguments: {{{_VGPU}}}
+  - name: binpack
+""",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TraceNode:
+    name: str
+    cpu_milli: int
+    memory_mib: int
+    gpus: int
+    model: str
+
+
+@dataclass(frozen=True, slots=True)
+class TracePod:
+    name: str
+    cpu_milli: int
+    memory_mib: int
+    num_gpu: int
+    gpu_milli: int
+    gpu_spec: str = ""
+
+    @property
+    def gpu_demand(self) -> float:
+        """GPUs the pod asks for (a shared pod: its fraction of one)."""
+        if self.num_gpu == 1:
+            return self.gpu_milli / 1000
+        return float(self.num_gpu)
+
+
+def read_nodes(path: Path) -> list[TraceNode]:
+    with path.open(newline="") as handle:
+        return [
+            TraceNode(
+                row["sn"], int(row["cpu_milli"]), int(row["memory_mib"]), int(row["gpu"]),
+                row["model"],
+            )
+            for row in csv.DictReader(handle)
+        ]
+
+
+def read_pods(path: Path) -> list[TracePod]:
+    with path.open(newline="") as handle:
+        return [
+            TracePod(
+                row["name"],
+                int(row["cpu_milli"]),
+                int(row["memory_mib"]),
+                int(row["num_gpu"]),
+                int(row["gpu_milli"]),
+                (row.get("gpu_spec") or "").strip(),
+            )
+            for row in csv.DictReader(handle)
+        ]
+
+
+def arrivals(pods: Sequence[TracePod], capacity: float, seed: int, tune: float) -> list[TracePod]:
+    """The paper's arrival sequence: the trace in order, then pods re-sampled at random and
+    appended, until the GPU demand arrived reaches ``tune`` × ``capacity``."""
+    target = tune * capacity
+    out: list[TracePod] = []
+    demand = 0.0
+    rng = random.Random(seed)
+    index = 0
+    while demand < target and pods:
+        pod = pods[index] if index < len(pods) else rng.choice(pods)
+        out.append(pod)
+        demand += pod.gpu_demand
+        index += 1
+    return out
+
+
+def node_object(node: TraceNode) -> dict:
+    memory = MODEL_MEMORY.get(node.model, DEFAULT_MEMORY)
+    cards = [
+        {
+            "id": f"{node.name}-gpu{i}",
+            "index": i,
+            "count": CARD_SLOTS,
+            "devmem": memory,
+            "devcore": 100,
+            "type": node.model,
+            "numa": 0,
+            "mode": "hami-core",
+            "health": True,
+        }
+        for i in range(node.gpus)
+    ]
+    allocatable = {
+        "cpu": f"{node.cpu_milli}m",
+        "memory": f"{node.memory_mib}Mi",
+        "pods": "1000",
+        "volcano.sh/vgpu-number": str(node.gpus * CARD_SLOTS),
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": node.name,
+            "labels": {"kubernetes.io/hostname": node.name, "nvidia.com/gpu.product": node.model},
+            "annotations": {k.NODE_VGPU_REGISTER_KEY: json.dumps(cards)},
+        },
+        "spec": {},
+        "status": {"allocatable": allocatable, "capacity": dict(allocatable)},
+    }
+
+
+def _created(seconds: int) -> str:
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"1970-{1 + days // 28:02d}-{1 + days % 28:02d}T{hours:02d}:{minutes:02d}:{secs:02d}Z"
+
+
+def pod_objects(position: int, pod: TracePod) -> tuple[dict, dict]:
+    """The PodGroup and pod of the ``position``-th arrival (names stay unique when a trace
+    pod is re-sampled)."""
+    name = f"a{position:06d}-{pod.name}"
+    created = _created(position)
+    requests = {"cpu": f"{pod.cpu_milli}m", "memory": f"{pod.memory_mib}Mi"}
+    if pod.num_gpu == 1 and pod.gpu_milli < 1000:
+        share = str(max(1, pod.gpu_milli // 10))
+        requests["volcano.sh/vgpu-number"] = "1"
+        requests["volcano.sh/vgpu-memory-percentage"] = share
+        requests["volcano.sh/vgpu-cores"] = share
+    elif pod.num_gpu:
+        requests["volcano.sh/vgpu-number"] = str(pod.num_gpu)
+        requests["volcano.sh/vgpu-memory-percentage"] = "100"
+        requests["volcano.sh/vgpu-cores"] = "100"
+    notes = {k.GROUP_NAME_ANNOTATION: name}
+    if pod.gpu_spec:
+        notes[k.USE_GPU_TYPE_KEY] = ",".join(m for m in pod.gpu_spec.split("|") if m)
+    group = {
+        "apiVersion": k.SCHEDULING_V1BETA1,
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default", "creationTimestamp": created},
+        "spec": {"minMember": 1, "queue": "default"},
+        "status": {"phase": "Inqueue"},
+    }
+    obj = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "uid": f"uid-{name}",
+            "creationTimestamp": created,
+            "annotations": notes,
+        },
+        "spec": {
+            "schedulerName": k.DEFAULT_SCHEDULER_NAME,
+            "containers": [{"name": "main", "image": "trace", "resources": {"requests": requests}}],
+        },
+        "status": {"phase": "Pending"},
+    }
+    return group, obj
+
+
+@dataclass(slots=True)
+class Replay:
+    placed: list[bool]
+    seconds: float
+    build_seconds: float
+
+
+def replay(nodes: Sequence[TraceNode], sequence: Sequence[TracePod], config: str) -> Replay:
+    """Place ``sequence`` in order with one session of the scheduler under ``config``;
+    which arrivals were placed."""
+    register_builtins()
+    placement.PERCENTAGE_NODES_TO_FIND = 100
+    started = time.perf_counter()
+    cache = SchedulerCache()
+    for name in (k.ROOT_QUEUE, k.DEFAULT_QUEUE):
+        queue = builtin_queue(name)
+        cache.apply((queue["apiVersion"], queue["kind"]), "ADDED", queue)
+    for node in nodes:
+        cache.apply(("v1", "Node"), "ADDED", node_object(node))
+    names = []
+    for position, pod in enumerate(sequence):
+        group, obj = pod_objects(position, pod)
+        cache.apply((group["apiVersion"], "PodGroup"), "ADDED", group)
+        cache.apply(("v1", "Pod"), "ADDED", obj)
+        names.append(obj["metadata"]["name"])
+    ssn = Session(cache.snapshot(), parse_config(config, "<fragmentation_bench>"), EPOCH)
+    built = time.perf_counter()
+    ssn.open()
+    AllocateAction().execute(ssn)
+    done = time.perf_counter()
+    status = {}
+    for job in ssn.jobs.values():
+        for task in job.tasks.values():
+            status[task.name] = task.status in ALLOCATED_STATUS and bool(task.node_name)
+    ssn.close()
+    return Replay([status.get(n, False) for n in names], done - built, built - started)
+
+
+def curve(
+    sequence: Sequence[TracePod], placed: Sequence[bool], capacity: float, points: Iterable[int]
+) -> dict[int, float]:
+    """GPUs allocated (% of capacity) once the arrived demand reaches each point (%)."""
+    out: dict[int, float] = {}
+    wanted = sorted(points)
+    arrived = allocated = 0.0
+    at = 0
+    for pod, ok in zip(sequence, placed, strict=True):
+        if at < len(wanted) and arrived >= wanted[at] / 100 * capacity:
+            out[wanted[at]] = 100 * allocated / capacity
+            at += 1
+        arrived += pod.gpu_demand
+        if ok:
+            allocated += pod.gpu_demand
+    while at < len(wanted):
+        out[wanted[at]] = 100 * allocated / capacity
+        at += 1
+    return out
+
+
+def expected(path: Path, workload: str, points: Iterable[int]) -> dict[str, dict[int, float]]:
+    """The paper's mean allocation per policy at each point, over its seeds."""
+    sums: dict[str, dict[int, float]] = {}
+    runs: dict[str, int] = {}
+    with path.open(newline="") as handle:
+        for row in csv.DictReader(handle):
+            if row["workload"] != workload:
+                continue
+            policy = row["sc_policy"].split("-", 1)[-1]
+            runs[policy] = runs.get(policy, 0) + 1
+            into = sums.setdefault(policy, {})
+            for point in points:
+                into[point] = into.get(point, 0.0) + float(row[str(point)])
+    return {p: {x: v / runs[p] for x, v in into.items()} for p, into in sums.items()}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--traces", type=Path, default=TRACES)
+    parser.add_argument("--trace", action="append", choices=sorted(WORKLOADS))
+    parser.add_argument("--policy", action="append", choices=sorted(POLICIES))
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--tune", type=float, default=1.3)
+    args = parser.parse_args(argv)
+    nodes = read_nodes(args.traces / NODE_FILE)
+    capacity = float(sum(n.gpus for n in nodes))
+    print(f"openb: {len(nodes)} nodes, {capacity:.0f} GPUs; seed {args.seed}, tune {args.tune}")
+    for trace in args.trace or list(WORKLOADS):
+        workload = WORKLOADS[trace]
+        sequence = arrivals(
+            read_pods(args.traces / f"{workload}.csv"), capacity, args.seed, args.tune
+        )
+        paper = expected(args.traces / EXPECTED_FILE, workload, POINTS)
+        ours: dict[str, dict[int, float]] = {}
+        times: dict[str, Replay] = {}
+        for policy in args.policy or list(POLICIES):
+            result = replay(nodes, sequence, POLICIES[policy])
+            ours[policy] = curve(sequence, result.placed, capacity, POINTS)
+            times[policy] = result
+        print(f"\n{trace}: {len(sequence)} arrivals; GPUs allocated (% of capacity) by arrived demand")
+        columns = [*ours, *paper]
+        print("arrived  " + " ".join(f"{c[:13]:>13}" for c in columns))
+        for point in POINTS:
+            cells = [ours[c][point] for c in ours] + [paper[c][point] for c in paper]
+            print(f"{point:>6}%  " + " ".join(f"{v:>13.1f}" for v in cells))
+        fgd = paper.get("FGD", {}).get(100)
+        if fgd is not None:
+            print(f"unallocated GPUs at 100% arrived (FGD: {100 - fgd:.1f}%):")
+            for policy, points in ours.items():
+                print(f"  {policy:<20} {100 - points[100]:5.1f}%  ({points[100] - fgd:+.1f} vs FGD)")
+        load = os.getloadavg()
+        for policy, result in times.items():
+            print(
+                f"  {policy:<20} replay {result.seconds:6.1f} s (+{result.build_seconds:.1f} s "
+                f"to build the cache); load average {load[0]:.2f} {load[1]:.2f}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
