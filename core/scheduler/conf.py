@@ -234,7 +234,7 @@ def parse_config(text: str, source: str = "<string>", *, strict: bool = True) ->
     reads leniently, as Volcano, unless started with ``--strict-config``."""
     config, skipped = read_config(text, source)
     if strict and skipped:
-        raise ConfigError(skipped[0].message.replace("; skipped", ""))
+        raise ConfigError("\n".join(s.message.replace("; skipped", "") for s in skipped))
     return config
 
 
