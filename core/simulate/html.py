@@ -26,7 +26,15 @@ from stromboli.core.simulate.jobs import (
     run_text,
     wait_text,
 )
-from stromboli.core.simulate.report import header_line
+from stromboli.core.simulate.outcomes import (
+    EvictionGroup,
+    MadeJobs,
+    WaitingJob,
+    group_evictions,
+    made_jobs,
+    waiting_jobs,
+)
+from stromboli.core.simulate.report import header_line, pod_name, virtual_time
 from stromboli.core.simulate.timeline import Sample
 
 PALETTE = (
@@ -360,6 +368,52 @@ def pending_html(fig: Figures) -> str:
     )
 
 
+def waiting_html(waiting: list[WaitingJob]) -> str:
+    rows = [[job.label, job.queue, job.stage or "-", job.reason] for job in waiting]
+    return _table(["job", "queue", "held at", "why"], rows, set())
+
+
+def evictions_html(groups: list[EvictionGroup]) -> str:
+    rows = [
+        [
+            virtual_time(group.first_at),
+            f"{len(group.pods)} of {group.victim_job} (queue {group.victim_queue})",
+            ", ".join(pod_name(p) for p in group.pods),
+            f"{group.preemptor_job} (queue {group.preemptor_queue})"
+            if group.preemptor_job
+            else "-",
+            group.reason,
+        ]
+        for group in groups
+    ]
+    return _table(["at", "evicted", "pods", "for", "why"], rows, {0})
+
+
+def made_html(made: list[MadeJobs]) -> str:
+    rows = [[m.kind, m.owner, str(m.count), str(len(m.stored))] for m in made]
+    note = (
+        '<p class="caption">stored: still in the cluster at the end (CronJobs delete runs '
+        "past their history limits).</p>"
+    )
+    return _table(["kind", "made by", "jobs", "stored"], rows, {2, 3}) + note
+
+
+def outcome_sections(result: SimulationResult, final: dict, fig: Figures) -> list[str]:
+    """Jobs that never started, evictions, and jobs made by JobFlows and CronJobs."""
+    out: list[str] = []
+    waiting = waiting_jobs(result, final, fig.jobs)
+    if waiting:
+        out += [f"<h2>Jobs that never started ({len(waiting)})</h2>", waiting_html(waiting)]
+    groups = group_evictions(result.scheduler.recent_evictions)
+    if groups:
+        count = sum(len(g.pods) for g in groups)
+        out += [f"<h2>Evictions ({count} pods)</h2>", evictions_html(groups)]
+    made = made_jobs(final)
+    if made:
+        out += ["<h2>Jobs made by JobFlows and CronJobs</h2>", made_html(made)]
+    return out
+
+
 # -- page -------------------------------------------------------------------------------------
 
 
@@ -382,6 +436,7 @@ def render_html(result: SimulationResult, final: dict) -> str:
         queues_html(fig),
         f"<h2>Utilisation over {escape(format_duration(use.span))}</h2>",
         utilisation_html(fig),
+        *outcome_sections(result, final, fig),
         f"<h2>{escape(pending_title)}</h2>",
         pending_html(fig),
         charts(result.timeline),

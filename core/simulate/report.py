@@ -7,6 +7,7 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from stromboli.core.clock import EPOCH, parse_time
 from stromboli.core.simulate.engine import SimulationResult
 from stromboli.core.simulate.jobs import (
     Figures,
@@ -18,6 +19,14 @@ from stromboli.core.simulate.jobs import (
     group_pending,
     run_text,
     wait_text,
+)
+from stromboli.core.simulate.outcomes import (
+    EvictionGroup,
+    MadeJobs,
+    WaitingJob,
+    group_evictions,
+    made_jobs,
+    waiting_jobs,
 )
 
 #: Pod names listed per pending reason before the rest are counted.
@@ -149,8 +158,89 @@ def pending_table(fig: Figures) -> Table:
     return table
 
 
+def virtual_time(timestamp: str) -> str:
+    """A virtual timestamp as the offset from the start of the run (``1m30s``)."""
+    try:
+        return format_duration((parse_time(timestamp) - EPOCH).total_seconds())
+    except (ValueError, TypeError):
+        return timestamp
+
+
+def pod_name(key: str) -> str:
+    """``ns/name`` → ``name``: the evicted pods' job already names the namespace."""
+    return key.rpartition("/")[2]
+
+
+def waiting_table(waiting: list[WaitingJob]) -> Table:
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        title=f"Jobs that never started ({_plural(len(waiting), 'job')})",
+        title_justify="left",
+    )
+    table.add_column("job", overflow="fold", max_width=32)
+    table.add_column("queue", overflow="fold", max_width=16)
+    table.add_column("held at")
+    table.add_column("why", overflow="fold")
+    for job in waiting[:MAX_JOB_ROWS]:
+        table.add_row(job.label, job.queue, job.stage or "-", job.reason)
+    if len(waiting) > MAX_JOB_ROWS:
+        table.caption = f"... and {len(waiting) - MAX_JOB_ROWS} more jobs"
+    return table
+
+
+def evictions_table(groups: list[EvictionGroup]) -> Table:
+    count = sum(len(g.pods) for g in groups)
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        title=f"Evictions ({_plural(count, 'pod')})",
+        title_justify="left",
+        caption="at: virtual time of the first eviction of the row",
+        caption_justify="left",
+    )
+    table.add_column("at", justify="right")
+    table.add_column("evicted", overflow="fold", max_width=40)
+    table.add_column("for", overflow="fold", max_width=32)
+    table.add_column("why")
+    for group in groups[:MAX_JOB_ROWS]:
+        names = ", ".join(pod_name(p) for p in group.pods[:NAMES_PER_REASON])
+        if len(group.pods) > NAMES_PER_REASON:
+            names += f" +{len(group.pods) - NAMES_PER_REASON} more"
+        table.add_row(
+            virtual_time(group.first_at),
+            f"{_plural(len(group.pods), 'pod')} of {group.victim_job} "
+            f"(queue {group.victim_queue}): {names}",
+            f"{group.preemptor_job} (queue {group.preemptor_queue})"
+            if group.preemptor_job
+            else "-",
+            group.reason,
+        )
+    return table
+
+
+def made_table(made: list[MadeJobs]) -> Table:
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        title="Jobs made by JobFlows and CronJobs",
+        title_justify="left",
+        caption="stored: still in the cluster at the end (CronJobs delete runs past their "
+        "history limits)",
+        caption_justify="left",
+    )
+    table.add_column("kind")
+    table.add_column("made by", overflow="fold", max_width=40)
+    table.add_column("jobs", justify="right")
+    table.add_column("stored", justify="right")
+    for entry in made:
+        table.add_row(entry.kind, entry.owner, str(entry.count), str(len(entry.stored)))
+    return table
+
+
 def print_report(result: SimulationResult, final: dict, console: Console | None = None) -> None:
-    """Print the report: header line, jobs, queues, utilisation and why pods still wait."""
+    """Print the report: header line, jobs, queues, utilisation, why jobs never started,
+    evictions, jobs JobFlows and CronJobs made, and why pods still wait."""
     console = console or Console()
     fig = figures(result, final)
     sections: list[RenderableType] = [
@@ -159,6 +249,15 @@ def print_report(result: SimulationResult, final: dict, console: Console | None 
     if fig.queues:
         sections.append(queues_table(fig))
     sections.append(utilisation_table(fig))
+    waiting = waiting_jobs(result, final, fig.jobs)
+    if waiting:
+        sections.append(waiting_table(waiting))
+    evicted = group_evictions(result.scheduler.recent_evictions)
+    if evicted:
+        sections.append(evictions_table(evicted))
+    made = made_jobs(final)
+    if made:
+        sections.append(made_table(made))
     sections.append(pending_table(fig) if fig.pending else Text("No pod is left pending."))
     console.print(header_line(result), highlight=False)
     for section in sections:
