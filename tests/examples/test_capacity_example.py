@@ -59,4 +59,7 @@ def test_waiting_pods_say_their_queue_is_full() -> None:
     for obj in waiting:
         condition = next(c for c in obj["status"]["conditions"] if c["type"] == "PodScheduled")
         queue = "research" if obj["metadata"]["name"].startswith("research") else "sandbox"
-        assert condition["message"] == f"queue {queue} has not enough resources left for the task"
+        # Volcano's gang sentence (the running job is ready), then Stromboli's detail.
+        message = condition["message"]
+        assert message.startswith("pod group is ready, 1 minAvailable, "), message
+        assert message.endswith(f"; queue {queue} has not enough resources left for the task")

@@ -80,22 +80,28 @@ async def test_queue_allocated_is_written_and_rolled_up_to_root(tmp_path: Path) 
         name: (await c.queue(name))["status"].get("allocated")
         for name in ("dev", "eng", "default", "root")
     }
+    # As Volcano writes it: cpu and memory always, the pods counted.
     assert allocated == {
-        "dev": {"cpu": "1500m", "memory": "2Gi"},
-        "eng": {"cpu": "1500m", "memory": "2Gi"},
-        "default": {"cpu": "2"},
-        "root": {"cpu": "3500m", "memory": "2Gi"},
+        "dev": {"cpu": "1500m", "memory": "2Gi", "pods": "2"},
+        "eng": {"cpu": "1500m", "memory": "2Gi", "pods": "2"},
+        "default": {"cpu": "2", "memory": "0", "pods": "1"},
+        "root": {"cpu": "3500m", "memory": "2Gi", "pods": "3"},
     }
 
 
 async def test_queue_allocated_drops_finished_pods(tmp_path: Path) -> None:
     c = await start(tmp_path, node("n1"), podgroup("a", 1), pod("a-0", group="a", cpu="1"))
     await c.run()
-    assert (await c.queue("default"))["status"]["allocated"] == {"cpu": "1"}
+    assert (await c.queue("default"))["status"]["allocated"] == {
+        "cpu": "1",
+        "memory": "0",
+        "pods": "1",
+    }
     await c.set_phase("a-0", "Succeeded")
     await c.run()
-    assert (await c.queue("default"))["status"]["allocated"] == {}
-    assert (await c.queue("root"))["status"]["allocated"] == {}
+    idle = {"cpu": "0", "memory": "0"}
+    assert (await c.queue("default"))["status"]["allocated"] == idle
+    assert (await c.queue("root"))["status"]["allocated"] == idle
 
 
 async def test_queue_status_keeps_its_state(tmp_path: Path) -> None:

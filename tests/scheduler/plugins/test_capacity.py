@@ -485,7 +485,11 @@ async def test_capability_limits_a_queue_on_an_empty_cluster(tmp_path: Path) -> 
     )
     assert (await c.run()).bound == 3
     assert (await c.run(2)).bound == 0
-    assert (await c.queue("capped"))["status"]["allocated"] == {"cpu": "3"}
+    assert (await c.queue("capped"))["status"]["allocated"] == {
+        "cpu": "3",
+        "memory": "0",
+        "pods": "3",
+    }
 
 
 async def test_a_queue_borrows_idle_capacity_beyond_its_deserved(tmp_path: Path) -> None:

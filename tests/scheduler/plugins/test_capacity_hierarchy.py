@@ -239,7 +239,7 @@ async def test_parent_capability_holds_for_its_children_together(tmp_path: Path)
     assert (await c.run()).bound == 4
     assert (await c.run(2)).bound == 0
     team = (await c.queue("team"))["status"]["allocated"]
-    assert team == {"cpu": "4"}
+    assert team == {"cpu": "4", "memory": "0", "pods": "4"}
 
 
 async def test_only_leaf_queues_accept_jobs(tmp_path: Path) -> None:

@@ -333,8 +333,16 @@ async def test_weights_one_and_three_share_a_full_cluster_one_to_three(tmp_path:
     assert sum(1 for n in placed_b if n) == 6
     # Later cycles keep the split.
     assert (await c.run(2)).bound == 0
-    assert (await c.queue("q1"))["status"]["allocated"] == {"cpu": "2"}
-    assert (await c.queue("q3"))["status"]["allocated"] == {"cpu": "6"}
+    assert (await c.queue("q1"))["status"]["allocated"] == {
+        "cpu": "2",
+        "memory": "0",
+        "pods": "2",
+    }
+    assert (await c.queue("q3"))["status"]["allocated"] == {
+        "cpu": "6",
+        "memory": "0",
+        "pods": "6",
+    }
 
 
 async def test_unused_share_goes_to_the_queue_that_wants_it(tmp_path: Path) -> None:
