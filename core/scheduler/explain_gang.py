@@ -131,27 +131,30 @@ def gang_fit(ssn: Session, job: JobInfo) -> GangFit:
     statement = ssn.statement()
     try:
         for task in ssn.sorted_tasks(job.tasks_with(TaskStatus.PENDING)):
-            clause = _refusal(ssn, queue, task)
+            clause = _refusal(ssn, task)
             if clause is None:
                 result = explain(ssn, task)
                 feasible = result.feasible()
-                if feasible:
+                if not feasible:
+                    clause = lack_clause(ssn, task, result)
+                elif queue is not None and not ssn.allocatable(queue, task):
+                    # Checked before nodes by allocate; said only when a node has room, since
+                    # a queue entitled to the whole cluster is then not what holds the pod.
+                    clause = queue_room_clause(ssn, queue, task)
+                else:
                     statement.allocate(task, feasible[0].node)
                     fit.placed.append((task.name, feasible[0].node))
                     continue
-                clause = lack_clause(ssn, task, result)
             fit.lacks.setdefault(clause, []).append(task.name)
     finally:
         statement.discard()
     return fit
 
 
-def _refusal(ssn: Session, queue: QueueInfo | None, task: TaskInfo) -> str | None:
+def _refusal(ssn: Session, task: TaskInfo) -> str | None:
     """A reason the pod is not tried on nodes at all, or None."""
     if task.gated:
         return "have scheduling gates (spec.schedulingGates): they wait until those are removed"
-    if queue is not None and not ssn.allocatable(queue, task):
-        return queue_room_clause(ssn, queue, task)
     objection = ssn.pre_predicate(task)
     if objection:
         return f"are refused before node checks: {objection}"
