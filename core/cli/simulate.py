@@ -19,6 +19,7 @@ from stromboli.core.scheduler.metrics import SchedulerMetrics
 from stromboli.core.simulate.engine import (
     DEFAULT_MAX_CRON_RUNS,
     DEFAULT_MAX_TIME,
+    DEFAULT_MAX_WORKLOAD_PODS,
     Simulation,
     SimulationResult,
 )
@@ -51,6 +52,7 @@ async def _simulate(
     metrics: SchedulerMetrics | None = None,
     max_cron_runs: int = DEFAULT_MAX_CRON_RUNS,
     queue_policy: QueuePolicy | None = None,
+    max_workload_pods: int = DEFAULT_MAX_WORKLOAD_PODS,
 ) -> tuple[SimulationResult, dict]:
     objects = load(list(files))
     progress = None
@@ -60,7 +62,14 @@ async def _simulate(
         progress.start()
     try:
         result = await Simulation(
-            objects, conf, max_time, on_progress, metrics, max_cron_runs, queue_policy
+            objects,
+            conf,
+            max_time,
+            on_progress,
+            metrics,
+            max_cron_runs,
+            queue_policy,
+            max_workload_pods=max_workload_pods,
         ).run()
     finally:
         if progress is not None:
@@ -115,6 +124,14 @@ async def _simulate(
     "timer never runs out, so this bounds the run).",
 )
 @click.option(
+    "--max-workload-pods",
+    default=DEFAULT_MAX_WORKLOAD_PODS,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Pods each Deployment, StatefulSet or batch Job may create in one run (pods that end "
+    "are replaced, so this bounds the run).",
+)
+@click.option(
     "--queue-policy",
     "queue_policy_path",
     type=click.Path(exists=True, dir_okay=False),
@@ -140,12 +157,14 @@ def simulate(
     metrics_path: str | None,
     max_time: str | None,
     max_cron_runs: int,
+    max_workload_pods: int,
     queue_policy_path: str | None,
     progress: bool | None,
     fail_on_rejection: bool,
     example: str | None,
 ) -> None:
-    """Simulate FILES (Kubernetes YAML: Nodes, Queues, PodGroups, Pods, ...) on a virtual clock.
+    """Simulate FILES (Kubernetes YAML: Nodes, Queues, PodGroups, Pods, vcjobs, Deployments,
+    StatefulSets, batch Jobs, CronJobs, ...) on a virtual clock.
 
     Annotations drive the run: sim.stromboli.dev/submit-at (when an object arrives),
     sim.stromboli.dev/runtime (how long a pod runs once bound) and
@@ -169,7 +188,16 @@ def simulate(
         metrics = SchedulerMetrics() if metrics_path else None
         policy = load_policy(queue_policy_path) if queue_policy_path else None
         result, final = asyncio.run(
-            _simulate(files, scheduler_conf, limit, show, metrics, max_cron_runs, policy)
+            _simulate(
+                files,
+                scheduler_conf,
+                limit,
+                show,
+                metrics,
+                max_cron_runs,
+                policy,
+                max_workload_pods,
+            )
         )
     except (SimulationInputError, ConfigError, ValueError) as err:
         raise click.ClickException(str(err)) from None

@@ -37,6 +37,7 @@ from stromboli.core.simulate.inert import inert_warnings, simulator_kind
 from stromboli.core.simulate.lifecycle import PodLifecycle
 from stromboli.core.simulate.loader import SimObject, SimulationInputError
 from stromboli.core.simulate.timeline import Sample, sample
+from stromboli.core.simulate.workloads import DEFAULT_MAX_PODS, WorkloadControllers
 
 #: Creation order within one instant: what others refer to goes first.
 KIND_RANK = {
@@ -55,6 +56,7 @@ ADMISSION_REJECTED = "AdmissionRejected"
 #: Source component of that Event: the refusal is the API server's (or its webhooks').
 API_SERVER_COMPONENT = "kube-apiserver"
 DEFAULT_MAX_CRON_RUNS = 1000
+DEFAULT_MAX_WORKLOAD_PODS = DEFAULT_MAX_PODS
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +124,7 @@ class Simulation:
         metrics: SchedulerMetrics | None = None,
         max_cron_runs: int = DEFAULT_MAX_CRON_RUNS,
         queue_policy: QueuePolicy | None = None,
+        max_workload_pods: int = DEFAULT_MAX_WORKLOAD_PODS,
     ) -> None:
         self.arrivals = sorted(objects, key=lambda o: (o.submit_at, KIND_RANK.get(o.kind, 7)))
         self.clock = VirtualClock()
@@ -148,11 +151,20 @@ class Simulation:
         # CronJobs and JobFlows: the jobs they create get the job webhook's defaults and checks.
         self.cronjobs = CronJobController(self.store, self.clock, mutate_job=self._admit_cron_job)
         self.max_cron_runs = max_cron_runs
-        #: Jobs made per CronJob (namespace, name), and those that reached the cap.
-        self.cron_runs: dict[tuple[str, str], int] = {}
-        self._cron_capped: list[tuple[str, str]] = []
+        #: Jobs made per CronJob (apiVersion, namespace, name), and those that reached the cap.
+        self.cron_runs: dict[tuple[str, str, str], int] = {}
+        self._cron_capped: list[tuple[str, str, str]] = []
         self.notes: list[str] = []
         self.jobflows = JobFlowController(self.store, self.clock, mutate_job=self._admit_job)
+        # kube-controller-manager's workload controllers (Deployments, StatefulSets, batch Jobs
+        # and CronJobs); their pods pass admission and enrolment as the input's do.
+        self.workloads = WorkloadControllers(
+            self.store,
+            self.clock,
+            self._create_pod,
+            mutate_job=self._count_cron_job,
+            max_pods=max_workload_pods,
+        )
         self.max_time = max_time
         self.on_progress = on_progress
         #: Fed every cycle, as ``stromboli scheduler`` feeds the one it serves.
@@ -167,25 +179,40 @@ class Simulation:
         return self.admission.admit(job)
 
     def _admit_cron_job(self, job: dict) -> dict:
+        return self._admit_job(self._count_cron_job(job))
+
+    def _count_cron_job(self, job: dict) -> dict:
+        """Count a job a CronJob (Volcano's or Kubernetes') makes, towards its cap."""
         meta = job.get("metadata") or {}
         owner = next(
-            (r["name"] for r in meta.get("ownerReferences") or () if r.get("kind") == "CronJob"),
-            None,
+            (r for r in meta.get("ownerReferences") or () if r.get("kind") == "CronJob"), None
         )
         if owner is not None:
-            key = (str(meta.get("namespace") or "default"), str(owner))
+            key = (
+                str(owner.get("apiVersion") or k.BATCH_V1ALPHA1),
+                str(meta.get("namespace") or "default"),
+                str(owner.get("name")),
+            )
             self.cron_runs[key] = self.cron_runs.get(key, 0) + 1
             if self.cron_runs[key] == self.max_cron_runs:
                 self._cron_capped.append(key)
-        return self._admit_job(job)
+        return job
+
+    async def _create_pod(self, pod: dict) -> dict:
+        """A workload controller's pod, created as the API server would: admission (which
+        may refuse it), the store, then the PodGroup controller's enrolment."""
+        created = await self.store.create(self.admission.admit(pod))
+        self.enroller.seen(POD, "ADDED", created)
+        await self.enroller.enrol_waiting()
+        return created
 
     async def _suspend_capped_cronjobs(self) -> int:
         """Suspend the CronJobs that made their last allowed job (see the module docstring)."""
         changed = 0
         while self._cron_capped:
-            namespace, name = self._cron_capped.pop()
+            api_version, namespace, name = self._cron_capped.pop()
             try:
-                cronjob = await self.store.get(k.BATCH_V1ALPHA1, "CronJob", name, namespace)
+                cronjob = await self.store.get(api_version, "CronJob", name, namespace)
                 cronjob["spec"] = {**(cronjob.get("spec") or {}), "suspend": True}
                 await self.store.update(cronjob)
             except ApiError as err:
@@ -201,6 +228,7 @@ class Simulation:
 
     async def _step_controllers(self) -> int:
         changed = await self.cronjobs.step()
+        changed += await self.workloads.step()
         changed += await self._suspend_capped_cronjobs()
         changed += await self.jobflows.step()
         return changed + await self.controller.step()
@@ -296,6 +324,7 @@ class Simulation:
         await self.controller.start()
         await self.cronjobs.start()
         await self.jobflows.start()
+        await self.workloads.start()
         next_arrival = 0
         while True:
             now = self.clock.seconds
@@ -331,6 +360,7 @@ class Simulation:
                     self.lifecycle.next_finish(),
                     self.controller.next_wakeup(),
                     self.cronjobs.next_wakeup(),
+                    self.workloads.next_wakeup(),
                 )
                 if t is not None
             ]
@@ -345,7 +375,7 @@ class Simulation:
                 break
             self.clock.set(target)
         result.end_time = self.clock.seconds
-        result.notes = list(self.notes)
+        result.notes = [*self.notes, *self.workloads.notes]
         result.rejections = list(self.rejections)
         result.warnings = inert_warnings((o.obj.get("apiVersion"), o.kind) for o in self.arrivals)
         result.timeline = [s for s in result.timeline]
