@@ -239,6 +239,10 @@ class OwnerController(Reconciler[Key]):
         self.writes += 1
         return True
 
+    def at_cap(self, owner: Mapping[str, Any]) -> bool:
+        """Whether ``owner`` has created all the pods it may (:attr:`max_pods`)."""
+        return self._made.get(owner["metadata"].get("uid", ""), 0) >= self.max_pods
+
     async def create_pod(
         self, owner: Mapping[str, Any], pod: dict[str, Any]
     ) -> dict[str, Any] | None:

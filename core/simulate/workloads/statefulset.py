@@ -57,8 +57,9 @@ class StatefulSetController(OwnerController):
             number = ordinal(name, pod["metadata"]["name"])
             if number is not None:
                 pods[number] = pod
-        # Finished pods go first: they are made again under the same name.
-        for number, pod in sorted(pods.items()):
+        # Finished pods go first: they are made again under the same name (unless no more
+        # may be made: then the finished pod stays, to show how it ended).
+        for number, pod in sorted(pods.items()) if not self.at_cap(sts) else ():
             finished = not is_active(pod) and not pod["metadata"].get("deletionTimestamp")
             if finished and await self.delete_child(pod):
                 del pods[number]
