@@ -127,8 +127,12 @@ class FrameworkController:
         kinds: Sequence[KindInfo] | None = None,
         events: EventSink | None = None,
         quarantine: Quarantine | None = None,
+        every_namespace: bool = False,
     ) -> None:
         self.store = store
+        #: Serve every namespace, enrolled or not (the simulator, where every workload given
+        #: is one to schedule).
+        self.every_namespace = every_namespace
         self.clock = clock or SystemClock()
         #: The framework kinds handled; None until :meth:`prepare` asks discovery.
         self.kinds: list[KindInfo] | None = list(kinds) if kinds is not None else None
@@ -179,6 +183,23 @@ class FrameworkController:
     def served_kinds(self) -> frozenset[Kind]:
         return frozenset(self._served)
 
+    def objects(self) -> list[tuple[FKey, dict]]:
+        """Every framework object followed now, by key (the simulator's operators read them)."""
+        return [
+            ((*kind, ns, name), obj)
+            for kind, by_ns in self._objects.items()
+            if kind in self._served
+            for ns, named in by_ns.items()
+            for name, obj in named.items()
+        ]
+
+    def conversion_of(self, key: FKey) -> Conversion | None:
+        """The last conversion made of the object (None before one, or after it failed)."""
+        return self._conversions.get(key)
+
+    def podgroup(self, namespace: str, name: str) -> dict | None:
+        return self._groups.get(namespace, {}).get(name)
+
     # --- events -------------------------------------------------------------------------------
 
     def handle(self, kind: Kind, event_type: str, obj: dict) -> None:
@@ -204,7 +225,7 @@ class FrameworkController:
     def enrolled(self, namespace: str) -> bool:
         """Framework objects get PodGroups from us where their pods are enrolled (elsewhere a
         group nobody joins would hold its queue's resources from ``Inqueue`` on)."""
-        return namespace in self._enrolled
+        return self.every_namespace or namespace in self._enrolled
 
     def _namespace_seen(self, event_type: str, namespace: dict) -> None:
         name = str((namespace.get("metadata") or {}).get("name") or "")
