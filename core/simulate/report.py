@@ -200,8 +200,9 @@ def evictions_table(groups: list[EvictionGroup]) -> Table:
         caption_justify="left",
     )
     table.add_column("at", justify="right")
-    table.add_column("evicted", overflow="fold", max_width=40)
-    table.add_column("for", overflow="fold", max_width=32)
+    table.add_column("evicted", overflow="fold", max_width=48)
+    table.add_column("pods", overflow="fold", max_width=40)
+    table.add_column("for", overflow="fold", max_width=40)
     table.add_column("why")
     for group in groups[:MAX_JOB_ROWS]:
         names = ", ".join(pod_name(p) for p in group.pods[:NAMES_PER_REASON])
@@ -209,8 +210,8 @@ def evictions_table(groups: list[EvictionGroup]) -> Table:
             names += f" +{len(group.pods) - NAMES_PER_REASON} more"
         table.add_row(
             virtual_time(group.first_at),
-            f"{_plural(len(group.pods), 'pod')} of {group.victim_job} "
-            f"(queue {group.victim_queue}): {names}",
+            f"{_plural(len(group.pods), 'pod')} of {group.victim_job} (queue {group.victim_queue})",
+            names,
             f"{group.preemptor_job} (queue {group.preemptor_queue})"
             if group.preemptor_job
             else "-",
