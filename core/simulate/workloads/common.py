@@ -240,8 +240,19 @@ class OwnerController(Reconciler[Key]):
         return True
 
     def at_cap(self, owner: Mapping[str, Any]) -> bool:
-        """Whether ``owner`` has created all the pods it may (:attr:`max_pods`)."""
-        return self._made.get(owner["metadata"].get("uid", ""), 0) >= self.max_pods
+        """Whether ``owner`` has created all the pods it may (:attr:`max_pods`); the first time
+        it has, :attr:`notes` says so."""
+        uid = owner["metadata"].get("uid", "")
+        if self._made.get(uid, 0) < self.max_pods:
+            return False
+        if uid not in self._capped:
+            self._capped.add(uid)
+            self.notes.append(
+                f"{owner['kind']} {object_key(owner)[0]}/{owner['metadata']['name']}: "
+                f"stopped creating pods after {self.max_pods} (the simulator's limit; "
+                "change it with --max-workload-pods)"
+            )
+        return True
 
     async def create_pod(
         self, owner: Mapping[str, Any], pod: dict[str, Any]
@@ -249,23 +260,15 @@ class OwnerController(Reconciler[Key]):
         """Create ``pod`` for ``owner`` through :attr:`pod_factory`; a refusal becomes the
         owner's ``FailedCreate`` Warning event (as kube-controller-manager reports it), and an
         owner past :attr:`max_pods` creates no more (said once in :attr:`notes`)."""
-        uid = owner["metadata"].get("uid", "")
-        made = self._made.get(uid, 0)
-        if made >= self.max_pods:
-            if uid not in self._capped:
-                self._capped.add(uid)
-                self.notes.append(
-                    f"{owner['kind']} {object_key(owner)[0]}/{owner['metadata']['name']}: "
-                    f"stopped creating pods after {self.max_pods} (the simulator's limit; "
-                    "change it with --max-workload-pods)"
-                )
+        if self.at_cap(owner):
             return None
+        uid = owner["metadata"].get("uid", "")
         try:
             created = await self.pod_factory(pod)
         except (ValueError, ApiError) as err:
             await self.event(owner, "Warning", "FailedCreate", f"Error creating: {err}")
             return None
-        self._made[uid] = made + 1
+        self._made[uid] = self._made.get(uid, 0) + 1
         self.writes += 1
         key = object_key(created)
         self.children.setdefault(uid, {})[key] = created
