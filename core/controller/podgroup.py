@@ -13,7 +13,7 @@ import logging
 from stromboli.core.api import constants as k
 from stromboli.core.cluster.errors import AlreadyExistsError, ApiError, NotFoundError
 from stromboli.core.cluster.store import ClusterStore
-from stromboli.core.scheduler.api.pod import pod_requests
+from stromboli.core.controller.job.quota import pod_quota_usage, quota_list
 
 log = logging.getLogger(__name__)
 
@@ -67,12 +67,13 @@ def podgroup_for(pod: dict, min_member: int = 1) -> dict:
     annotations = meta.get("annotations") or {}
     owner = next((o for o in meta.get("ownerReferences") or () if o.get("controller")), None)
     name = f"podgroup-{owner['uid'] if owner else meta['uid']}"
-    _, scheduling = pod_requests(pod)
+    usage = pod_quota_usage(spec)
     pg_spec: dict = {
         "minMember": min_member,
         "queue": annotations.get(k.QUEUE_NAME_ANNOTATION_KEY) or k.DEFAULT_QUEUE,
-        # Volcano sizes the group's admission request as the pod's request × minMember.
-        "minResources": scheduling.multi(min_member).to_list(),
+        # Volcano sizes the group's admission request as the pod's quota usage × minMember
+        # (cpu, memory, pods, count/pods, requests.*, limits.*).
+        "minResources": quota_list(usage.multi(min_member)),
     }
     if spec.get("priorityClassName"):
         pg_spec["priorityClassName"] = spec["priorityClassName"]

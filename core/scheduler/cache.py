@@ -9,6 +9,7 @@ and node dicts are shared, never deep-copied per cycle.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from stromboli.core.api import constants as k
@@ -36,6 +37,17 @@ HYPERNODE = (k.TOPOLOGY_V1ALPHA1, "HyperNode")
 EVICTED_AT = "1970-01-01T00:00:00Z"
 #: Kinds the scheduler cache follows.
 WATCHED_KINDS = (NODE, QUEUE, PRIORITY_CLASS, PODGROUP, POD, RESOURCE_QUOTA, PDB, HYPERNODE)
+
+#: ResourceQuota names a PodGroup's ``minResources`` carries beside the resources themselves
+#: (``requests.cpu``, ``limits.memory``, ``count/pods``): Volcano reads past them when it sizes
+#: a job for admission, and so does the scheduler here (the resourcequota plugin reads them).
+_QUOTA_ONLY_PREFIXES = ("requests.", "limits.", "count/")
+
+
+def _schedulable_names(resources: object) -> object:
+    if not isinstance(resources, Mapping):
+        return resources  # from_list refuses it, naming the field
+    return {n: v for n, v in resources.items() if not str(n).startswith(_QUOTA_ONLY_PREFIXES)}
 
 
 @dataclass(slots=True)
@@ -329,7 +341,7 @@ class SchedulerCache:
             creation=meta.get("creationTimestamp") or "",
             min_task_member={r: int(n) for r, n in (spec.get("minTaskMember") or {}).items()},
             min_resources=(
-                Resource.from_list(min_resources, "spec.minResources")
+                Resource.from_list(_schedulable_names(min_resources), "spec.minResources")
                 if min_resources is not None
                 else None
             ),

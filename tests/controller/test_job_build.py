@@ -44,7 +44,15 @@ def test_podgroup_is_named_after_the_job_and_its_uid() -> None:
         "minMember": 3,
         "minTaskMember": {"worker": 3},
         "queue": "research",
-        "minResources": {"cpu": "3", "memory": "3Gi"},
+        # Volcano's quota usage of the gang's pods, so ResourceQuota checks see them.
+        "minResources": {
+            "count/pods": "3",
+            "cpu": "3",
+            "memory": "3Gi",
+            "pods": "3",
+            "requests.cpu": "3",
+            "requests.memory": "3Gi",
+        },
         "priorityClassName": "high",
     }
 
@@ -95,6 +103,19 @@ def test_partitioned_tasks_become_subgroups() -> None:
 # --- minResources --------------------------------------------------------------------------
 
 
+def quota_of(cpu: str, memory: str, pods: str) -> dict[str, str]:
+    """Volcano's minResources of pods asking cpu and memory: each also as ``requests.*``, and
+    the pods counted twice (``pods``, ``count/pods``)."""
+    return {
+        "count/pods": pods,
+        "cpu": cpu,
+        "memory": memory,
+        "pods": pods,
+        "requests.cpu": cpu,
+        "requests.memory": memory,
+    }
+
+
 def test_min_resources_sum_the_task_minimums() -> None:
     job = stored(
         vcjob(
@@ -103,7 +124,7 @@ def test_min_resources_sum_the_task_minimums() -> None:
             task("worker", 4, cpu="1", min_available=2),
         )
     )
-    assert build.min_resources(view_of(job), no_priority) == {"cpu": "6", "memory": "3Gi"}
+    assert build.min_resources(view_of(job), no_priority) == quota_of("6", "3Gi", "3")
 
 
 def test_min_resources_are_topped_up_to_the_job_minimum() -> None:
@@ -116,7 +137,7 @@ def test_min_resources_are_topped_up_to_the_job_minimum() -> None:
         )
     )
     # 1 master + 2 workers from the minimums, then 2 more workers from the spare replicas.
-    assert build.min_resources(view_of(job), no_priority) == {"cpu": "8", "memory": "5Gi"}
+    assert build.min_resources(view_of(job), no_priority) == quota_of("8", "5Gi", "5")
 
 
 def test_min_resources_below_task_minimums_take_the_first_pods_by_priority() -> None:
@@ -126,7 +147,7 @@ def test_min_resources_below_task_minimums_take_the_first_pods_by_priority() -> 
     job = stored(vcjob("j", low, high, minAvailable=3))
     priorities = {"important": 1000}.get
     # The two high-priority pods (3 cpu each) first, then one low one.
-    assert build.min_resources(view_of(job), priorities) == {"cpu": "7", "memory": "3Gi"}
+    assert build.min_resources(view_of(job), priorities) == quota_of("7", "3Gi", "3")
 
 
 def test_podgroup_drift_patches_only_what_changed() -> None:

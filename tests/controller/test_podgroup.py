@@ -110,7 +110,14 @@ def test_group_named_after_the_pod_uid() -> None:
     assert pg["spec"] == {
         "minMember": 1,
         "queue": "default",
-        "minResources": {"cpu": "1", "memory": "1Gi"},
+        "minResources": {
+            "count/pods": "1",
+            "cpu": "1",
+            "memory": "1Gi",
+            "pods": "1",
+            "requests.cpu": "1",
+            "requests.memory": "1Gi",
+        },
     }
     assert pg["status"] == {"phase": "Pending"}
 
@@ -140,14 +147,26 @@ def test_priority_class_is_copied() -> None:
 
 def test_min_resources_cover_init_containers() -> None:
     p = pod("p", uid="u", containers=[container("1")], init_containers=[container("3", name="i")])
-    assert podgroup_for(p)["spec"]["minResources"] == {"cpu": "3"}
+    assert podgroup_for(p)["spec"]["minResources"] == {
+        "count/pods": "1",
+        "cpu": "3",
+        "pods": "1",
+        "requests.cpu": "3",
+    }
 
 
 def test_min_resources_scale_with_min_member() -> None:
     p = pod("p", uid="u", cpu="500m", memory="1Gi")
     pg = podgroup_for(p, min_member=3)
     assert pg["spec"]["minMember"] == 3
-    assert pg["spec"]["minResources"] == {"cpu": "1500m", "memory": "3Gi"}
+    assert pg["spec"]["minResources"] == {
+        "count/pods": "3",
+        "cpu": "1500m",
+        "memory": "3Gi",
+        "pods": "3",
+        "requests.cpu": "1500m",
+        "requests.memory": "3Gi",
+    }
 
 
 def test_behaviour_annotations_are_propagated() -> None:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from stromboli.core.api import constants as k
+from stromboli.core.controller.job.quota import quota_list
 from stromboli.core.controller.job.spec import JobView, TaskView
 from stromboli.core.scheduler.api.resource import Resource
 
@@ -85,7 +86,8 @@ def _by_priority(view: JobView, priority_of: PriorityOf) -> list[TaskView]:
 
 
 def min_resources(view: JobView, priority_of: PriorityOf) -> dict[str, str]:
-    """Resources the job needs to be admitted: those of its first ``minAvailable`` pods.
+    """Resources the job needs to be admitted: the quota usage of its first ``minAvailable``
+    pods (``cpu``, ``memory``, ``pods``, ``count/pods``, ``requests.*``, ...; see ``quota.py``).
 
     Tasks go by priority, highest first. When the job's minAvailable is below the sum of the
     tasks' minimums, the first minAvailable replicas in that order count; otherwise each
@@ -98,20 +100,20 @@ def min_resources(view: JobView, priority_of: PriorityOf) -> dict[str, str]:
     if wanted < total_minimum:
         for task in tasks:
             if wanted <= task.replicas:
-                need.add(task.request.clone().multi(wanted))
+                need.add(task.quota.clone().multi(wanted))
                 break
-            need.add(task.request.clone().multi(task.replicas))
+            need.add(task.quota.clone().multi(task.replicas))
             wanted -= task.replicas
-        return need.to_list()
+        return quota_list(need)
     counted = 0
     for task in tasks:
         if task.min_available is None:
             continue
         take = min(task.min_available, wanted - counted)
-        need.add(task.request.clone().multi(take))
+        need.add(task.quota.clone().multi(take))
         counted += take
         if counted >= wanted:
-            return need.to_list()
+            return quota_list(need)
     left = wanted - counted
     for task in tasks:
         spare = task.replicas
@@ -120,11 +122,11 @@ def min_resources(view: JobView, priority_of: PriorityOf) -> dict[str, str]:
                 continue
             spare = task.replicas - task.min_available
         take = min(spare, left)
-        need.add(task.request.clone().multi(take))
+        need.add(task.quota.clone().multi(take))
         left -= take
         if left <= 0:
             break
-    return need.to_list()
+    return quota_list(need)
 
 
 def _topology(spec: Mapping[str, Any] | None, *, exclusive: bool) -> dict[str, Any] | None:

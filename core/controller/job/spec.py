@@ -15,6 +15,7 @@ from typing import Any
 
 from stromboli.core.api import constants as k
 from stromboli.core.api.registry import InvalidObjectError, validate_object
+from stromboli.core.controller.job.quota import pod_quota_usage
 from stromboli.core.controller.job.state import JobFacts, TaskFacts
 from stromboli.core.scheduler.api.pod import pod_requests
 from stromboli.core.scheduler.api.resource import Resource
@@ -48,6 +49,9 @@ class TaskView:
     priority_class_name: str
     #: The scheduling request of one pod (init containers and overhead included).
     request: Resource
+    #: What one pod counts against a ResourceQuota (``pods``, ``count/pods``, ``requests.*``,
+    #: ``limits.*``): the terms of the PodGroup's ``minResources``.
+    quota: Resource
 
     @property
     def min_member(self) -> int:
@@ -203,6 +207,7 @@ def _parse_task(index: int, raw: Any) -> TaskView:
             raise JobSpecError(f"{where}.template.spec.containers[{i}]", "expected a container")
     try:
         _, request = pod_requests({"spec": pod_spec})
+        quota = pod_quota_usage(pod_spec, f"{where}.template.spec")
     except ValueError as error:
         raise JobSpecError(f"{where}.template", str(error)) from None
     _check_policies(raw.get("policies"), f"{where}.policies")
@@ -229,4 +234,5 @@ def _parse_task(index: int, raw: Any) -> TaskView:
         topology_policy=str(raw.get("topologyPolicy") or ""),
         priority_class_name=str(pod_spec.get("priorityClassName") or ""),
         request=request,
+        quota=quota,
     )
