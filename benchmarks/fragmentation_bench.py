@@ -123,7 +123,10 @@ def read_nodes(path: Path) -> list[TraceNode]:
     with path.open(newline="") as handle:
         return [
             TraceNode(
-                row["sn"], int(row["cpu_milli"]), int(row["memory_mib"]), int(row["gpu"]),
+                row["sn"],
+                int(row["cpu_milli"]),
+                int(row["memory_mib"]),
+                int(row["gpu"]),
                 row["model"],
             )
             for row in csv.DictReader(handle)
@@ -345,7 +348,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = replay(nodes, sequence, POLICIES[policy])
             ours[policy] = curve(sequence, result.placed, capacity, POINTS)
             times[policy] = result
-        print(f"\n{trace}: {len(sequence)} arrivals; GPUs allocated (% of capacity) by arrived demand")
+        print(
+            f"\n{trace}: {len(sequence)} arrivals; GPUs allocated (% of capacity) by arrived demand"
+        )
         columns = [*ours, *paper]
         print("arrived  " + " ".join(f"{c[:13]:>13}" for c in columns))
         for point in POINTS:
@@ -355,7 +360,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if fgd is not None:
             print(f"unallocated GPUs at 100% arrived (FGD: {100 - fgd:.1f}%):")
             for policy, points in ours.items():
-                print(f"  {policy:<20} {100 - points[100]:5.1f}%  ({points[100] - fgd:+.1f} vs FGD)")
+                print(
+                    f"  {policy:<20} {100 - points[100]:5.1f}%  ({points[100] - fgd:+.1f} vs FGD)"
+                )
         load = os.getloadavg()
         for policy, result in times.items():
             print(

@@ -167,7 +167,7 @@ class DeviceSharePlugin(Plugin):
             self._verdict_cache[key] = cached
         codes, reasons, seen = cached
         for position in np.flatnonzero(seen != versions).tolist():
-            plan = self.inventory.plan(task, request, position)
+            plan = self.inventory.plan(task, request, position, ordered=False)
             if isinstance(plan, str):
                 if plan not in reasons:
                     reasons.append(plan)

@@ -119,6 +119,7 @@ class FragmentationPlugin(Plugin):
         self.inventory: DeviceInventory | None = None
         self._seen: set[str] = set()
         self._scores: dict[PodShape, tuple[np.ndarray, np.ndarray]] = {}
+        self._seen_versions = np.zeros((2, 0), dtype=np.int64)
         self._arrays_epoch = -1
         self._arrays: MixArrays | None = None
         if self.weight != 0:
@@ -174,8 +175,8 @@ class FragmentationPlugin(Plugin):
             self._seen_versions[:] = -1
         return self._arrays
 
-    def _changed(self) -> np.ndarray:
-        """Nodes whose use changed since their free cards and fragmentation were read."""
+    def _changed(self) -> None:
+        """Read again the free cards and fragmentation of nodes whose use changed."""
         assert self.inventory is not None
         mix = self._mix()
         stale = np.flatnonzero(
@@ -195,7 +196,6 @@ class FragmentationPlugin(Plugin):
             )
             self._seen_versions[0, stale] = self.ssn.nodes.versions[stale]
             self._seen_versions[1, stale] = self.inventory.versions[stale]
-        return stale
 
     def _observe(self, task: TaskInfo) -> PodShape:
         assert self.inventory is not None
@@ -212,20 +212,19 @@ class FragmentationPlugin(Plugin):
         of a card; +inf where it cannot go)."""
         shape = self._observe(task)
         mix = self._mix()
-        stale_nodes = self._changed()
+        self._changed()
+        versions = self._seen_versions
         cached = self._scores.get(shape)
         if cached is None:
             count = len(self.ssn.nodes)
-            cached = self._scores[shape] = (np.zeros(count), np.zeros(count, dtype=bool))
-            todo = positions
-        else:
-            fresh = cached[1]
-            fresh[stale_nodes] = False
-            todo = positions[~fresh[positions]]
+            cached = (np.zeros(count), np.full((2, count), -1, dtype=np.int64))
+            self._scores[shape] = cached
+        added, seen = cached
+        todo = positions[(seen[:, positions] != versions[:, positions]).any(axis=0)]
         if todo.shape[0]:
-            cached[0][todo] = self._added(shape, todo, mix)
-            cached[1][todo] = True
-        return cached[0][positions]
+            added[todo] = self._added(shape, todo, mix)
+            seen[:, todo] = versions[:, todo]
+        return added[positions]
 
     def _added(self, shape: PodShape, rows: np.ndarray, mix: MixArrays) -> np.ndarray:
         free = self.free[rows]

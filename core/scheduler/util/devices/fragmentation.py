@@ -60,14 +60,15 @@ class PodShape:
         return np.where(allowed, np.maximum(need, 1), NEVER).astype(np.int32)
 
 
-def _types_allowed(card_types: np.ndarray, use: tuple[str, ...], nouse: tuple[str, ...]) -> np.ndarray:
+def _types_allowed(
+    card_types: np.ndarray, use: tuple[str, ...], nouse: tuple[str, ...]
+) -> np.ndarray:
     """HAMi's type filter over an array of card types (substring, without case)."""
     flat = [str(t).lower() for t in card_types.ravel()]
     use_l = [u.lower() for u in use]
     nouse_l = [u.lower() for u in nouse]
     ok = [
-        (not use_l or any(u in t for u in use_l)) and not any(u in t for u in nouse_l)
-        for t in flat
+        (not use_l or any(u in t for u in use_l)) and not any(u in t for u in nouse_l) for t in flat
     ]
     return np.array(ok, dtype=bool).reshape(card_types.shape)
 

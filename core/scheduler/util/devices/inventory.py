@@ -203,9 +203,12 @@ class DeviceInventory:
         )
         return bool(share or (request.wants_vgpu and options.vgpu))
 
-    def plan(self, task: TaskInfo, request: DeviceRequest, position: int) -> Plan | str:
+    def plan(
+        self, task: TaskInfo, request: DeviceRequest, position: int, ordered: bool = True
+    ) -> Plan | str:
         """Where the task's devices would go on the node at ``position``, or why they
-        would not fit."""
+        would not fit (``ordered`` False: whether they fit is all that is asked, so
+        ``card_order`` is not consulted)."""
         devices = self.devices[position]
         options = self.options
         share_ids: list[int] = []
@@ -222,7 +225,7 @@ class DeviceInventory:
         if request.wants_vgpu and options.vgpu:
             if devices is None or not devices.cards:
                 return "no enough vgpu resources"
-            order = self.card_order(position) if self.card_order is not None else None
+            order = self.card_order(position) if ordered and self.card_order else None
             fitted = vgpu.fit(devices.cards, request, self.holder(task), options.policy, order)
             if isinstance(fitted, str):
                 return fitted
