@@ -27,6 +27,7 @@ from typing import Any, Final
 
 from stromboli.core.admission.enrol import EnrolOptions, Lineage, enrol_pod
 from stromboli.core.admission.job import admission_message, validate_job_create, validate_job_update
+from stromboli.core.admission.jobsize import MAX_JOB_REPLICAS
 from stromboli.core.admission.mutate import mutate_job, mutate_podgroup, mutate_queue
 from stromboli.core.admission.pod import validate_pod_create
 from stromboli.core.admission.podgroup import validate_podgroup_create
@@ -70,6 +71,8 @@ class AdmissionOptions:
     """``--admission-conf``: Volcano's resource groups, applied by ``/pods/mutate``."""
     exempt_namespaces: frozenset[str] = frozenset({"kube-system"})
     """Namespaces whose pods ``/pods/mutate`` never changes (the server adds its own)."""
+    max_job_replicas: int = MAX_JOB_REPLICAS
+    """``--max-job-replicas``: pods one vcjob may ask for over all its tasks."""
 
     def policy(self) -> QueuePolicy:
         return self.queue_policy.current()
@@ -206,8 +209,10 @@ def _validate_job(
 ) -> Verdict:
     job = _needs_object(request)
     if request.operation == UPDATE and request.old_object is not None:
-        return _refusal(validate_job_update(request.old_object, job))
-    errors = validate_job_create(job, cluster.queues)
+        return _refusal(
+            validate_job_update(request.old_object, job, max_replicas=options.max_job_replicas)
+        )
+    errors = validate_job_create(job, cluster.queues, max_replicas=options.max_job_replicas)
     return _refusal(errors + _policy_refusals(request, job, cluster, options))
 
 

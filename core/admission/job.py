@@ -29,6 +29,7 @@ from fractions import Fraction
 from typing import Any
 
 from stromboli.core.admission import shape
+from stromboli.core.admission.jobsize import MAX_JOB_REPLICAS, oversize, oversize_message
 from stromboli.core.admission.queue import children_of, queue_not_found, queue_state
 from stromboli.core.api import constants as k
 from stromboli.core.api.jobflags import MPI_FLAGS, parse_flags
@@ -493,9 +494,11 @@ def validate_job_create(
     queues: Mapping[str, Mapping[str, Any]],
     *,
     schema: bool = True,
+    max_replicas: int = MAX_JOB_REPLICAS,
 ) -> list[str]:
     """Reasons Volcano's webhook would refuse to create ``job``; ``queues`` are the cluster's
-    queues by name. See the module docstring."""
+    queues by name. See the module docstring. Beyond Volcano, a job whose tasks ask for more
+    than ``max_replicas`` pods in all is refused (see ``jobsize``)."""
     malformed = shape.problems(job, shape.JOB)
     if malformed:
         return malformed
@@ -543,6 +546,9 @@ def validate_job_create(
         errors.append(f"create job with name {job_name} validate failed {go_list(problems)}")
     if total_replicas < _int(spec.get("minAvailable")):
         errors.append(MIN_AVAILABLE_OVER_REPLICAS)
+    too_many = oversize((_int(t.get("replicas")) for t in tasks), max_replicas)
+    if too_many is not None:
+        errors.append(oversize_message(too_many))
     errors += validate_policies(spec.get("policies"), "spec.policies")
     for plugin in spec.get("plugins") or {}:
         if plugin not in JOB_PLUGIN_NAMES:
@@ -597,10 +603,12 @@ def _normalized(value: Any, key: str = "") -> Any:
     return value
 
 
-def validate_job_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+def validate_job_update(
+    old: Mapping[str, Any], new: Mapping[str, Any], *, max_replicas: int = MAX_JOB_REPLICAS
+) -> list[str]:
     """Why Volcano refuses to change ``old`` into ``new`` (at most one reason): only
     ``minAvailable``, ``priorityClassName`` and per-task ``replicas``/``minAvailable`` may
-    change, within the same consistency rules as on create."""
+    change, within the same consistency rules as on create (the replica bound included)."""
     malformed = shape.problems(new, shape.JOB)
     if malformed:
         return malformed
@@ -625,6 +633,11 @@ def validate_job_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[
         if message:
             return [message]
         total += replicas
+    too_many = oversize(
+        (_int(t.get("replicas")) for t in new_spec.get("tasks") or []), max_replicas
+    )
+    if too_many is not None:
+        return [oversize_message(too_many)]
     min_available = _int(new_spec.get("minAvailable"))
     if min_available > total:
         return ["job 'minAvailable' must not be greater than total replicas"]

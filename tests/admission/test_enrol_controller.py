@@ -52,7 +52,13 @@ async def test_the_group_is_made_with_the_min_member_and_the_pod_is_not_patched(
     assert await enrol_pod(store, created) == "podgroup-rs-uid"
     group = await store.get("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroup-rs-uid", "team")
     assert group["spec"]["minMember"] == 3
-    assert group["spec"]["minResources"] == {"cpu": "3"}
+    # Volcano's quota usage of minMember pods.
+    assert group["spec"]["minResources"] == {
+        "count/pods": "3",
+        "cpu": "3",
+        "pods": "3",
+        "requests.cpu": "3",
+    }
     assert (await store.get("v1", "Pod", "p", "team"))["metadata"]["resourceVersion"] == version
 
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from stromboli.core.admission.jobsize import oversize
 from stromboli.core.api import constants as k
 from stromboli.core.api.registry import InvalidObjectError, validate_object
 from stromboli.core.controller.job.quota import pod_quota_usage
@@ -134,6 +135,10 @@ def parse_job(job: Mapping[str, Any]) -> JobView:
             raise JobSpecError(f"spec.tasks[{index}].name", f"duplicated task name {task.name}")
         seen.add(task.name)
         tasks.append(task)
+    too_many = oversize(t.replicas for t in tasks)
+    if too_many is not None:
+        # Stored while the webhook was not in the way: never create that many pods.
+        raise JobSpecError(too_many.field, f"{too_many.reason()}; the job is not started")
     for task in tasks:
         for dependency in task.depends_on:
             if dependency not in seen:
