@@ -1,13 +1,15 @@
 """How long the ``stromboli`` command takes to start, per sub-command.
 
-    .venv/bin/python benchmarks/cli_start_bench.py [--runs 7]
+    .venv/bin/python benchmarks/cli_start_bench.py [--runs 7] [--tree DIR ...]
 
-Each figure is the wall time of a fresh process (the installed ``stromboli`` script next to this
-interpreter), median and min over ``--runs``: ``--version``, ``--help``, every sub-command's
-``--help`` (its own start: the command module and what it imports, before any cluster is
-reached), and ``job list`` against an address nothing listens on (start, kubeconfig, store
-built, first request refused). The issue's targets are 0.3 s for ``--version``/``--help`` and
-0.5 s for a command's own start.
+Each figure is the wall time of a fresh process running the ``stromboli`` entry point (what
+the installed script does), median and min over ``--runs``: ``--version``, ``--help``, every
+sub-command's ``--help`` (its own start: the command module and what it imports, before any
+cluster is reached), and ``job list`` against an address nothing listens on (start,
+kubeconfig, store built, first request refused). The issue's targets are 0.3 s for
+``--version``/``--help`` and 0.5 s for a command's own start. With several ``--tree``
+(checkouts, e.g. ``git archive`` of an older commit), the trees take turns run by run, so a
+busy machine slows them alike.
 """
 
 from __future__ import annotations
@@ -36,45 +38,52 @@ COMMANDS = [
 ]
 
 UNREACHABLE = "https://127.0.0.1:9"
+REPO = Path(__file__).resolve().parent.parent
+LAUNCH = "import sys; sys.argv[0] = 'stromboli'; from stromboli.core.cli import main; main()"
 
 
-def stromboli() -> str:
-    script = Path(sys.executable).with_name("stromboli")
-    if not script.exists():
-        raise SystemExit(f"{script} not found: install the project (pip install -e .) first")
-    return str(script)
-
-
-def timed(argv: list[str], runs: int) -> tuple[float, float, int]:
-    times = []
-    code = 0
+def run_once(tree: Path | None, argv: list[str]) -> tuple[float, int]:
     env = dict(os.environ, COLUMNS="120")
-    for _ in range(runs):
-        began = time.perf_counter()
-        done = subprocess.run(argv, capture_output=True, env=env, check=False)
-        times.append(time.perf_counter() - began)
-        code = done.returncode
-    return statistics.median(times), min(times), code
+    command = [sys.executable, *argv]
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree / "src")
+        command = [sys.executable, "-c", LAUNCH, *argv]
+    began = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, env=env, check=False)
+    return time.perf_counter() - began, done.returncode
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
-    args = parser.parse_args()
-    exe = stromboli()
-    cases: list[tuple[str, list[str]]] = [
-        ("python -c pass (interpreter alone)", [sys.executable, "-c", "pass"]),
-        ("stromboli --version", [exe, "--version"]),
-        ("stromboli --help", [exe, "--help"]),
-    ]
-    cases += [(f"stromboli {c} --help", [exe, c, "--help"]) for c in COMMANDS]
-    cases.append(
-        (f"stromboli job list -s {UNREACHABLE}", [exe, "job", "list", "-s", UNREACHABLE])
+    parser.add_argument(
+        "--tree", action="append", type=Path, help="checkout to measure (default: this one)"
     )
-    print(f"{'command':<48} {'median s':>9} {'min s':>7}  exit")
+    args = parser.parse_args()
+    trees: list[Path] = args.tree or [REPO]
+    cases: list[tuple[str, list[str]]] = [
+        ("--version", ["--version"]),
+        ("--help", ["--help"]),
+    ]
+    cases += [(f"{c} --help", [c, "--help"]) for c in COMMANDS]
+    cases.append((f"job list -s {UNREACHABLE}", ["job", "list", "-s", UNREACHABLE]))
+    baseline = [run_once(None, ["-c", "pass"])[0] for _ in range(args.runs)]
+    print(f"python -c pass (the interpreter alone): {statistics.median(baseline):.3f} s")
+    header = "".join(f"  {'median s':>9} {'min s':>7} exit  [{t.name}]" for t in trees)
+    print(f"{'stromboli ...':<40}{header}")
     for label, argv in cases:
-        median, best, code = timed(argv, args.runs)
-        print(f"{label:<48} {median:>9.3f} {best:>7.3f}  {code}")
+        times: dict[Path, list[float]] = {t: [] for t in trees}
+        codes: dict[Path, int] = {}
+        for _ in range(args.runs):
+            for tree in trees:
+                seconds, codes[tree] = run_once(tree, argv)
+                times[tree].append(seconds)
+        cells = "".join(
+            f"  {statistics.median(times[t]):>9.3f} {min(times[t]):>7.3f} {codes[t]:>4}"
+            + " " * (len(t.name) + 3)
+            for t in trees
+        )
+        print(f"{label:<40}{cells}")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,8 +18,14 @@ from stromboli.core.cli.process import (
     serve,
     setup_logging,
 )
-from stromboli.core.cluster.store import ClusterStore
-from stromboli.core.controller.server import DRIVERS, ControllerOptions, ControllerServer
+
+if TYPE_CHECKING:
+    from stromboli.core.cluster.store import ClusterStore
+    from stromboli.core.controller.server import ControllerServer
+
+log = logging.getLogger("stromboli.core.controller")
+#: ``controller.server.DRIVERS``, repeated so that ``--help`` imports no controller code.
+DRIVERS = ("kopf", "native")
 
 
 @click.command()
@@ -69,6 +77,7 @@ def controller(
     kube_api_qps: float,
     kube_api_burst: int,
     verbosity: int,
+    log_format: str,
     scheduler_names: tuple[str, ...],
     healthz_address: str,
     leader_elect: str,
@@ -80,7 +89,10 @@ def controller(
     frameworks: bool,
 ) -> None:
     """Run vcjobs through their lifecycle and enrol plain pods into PodGroups."""
-    setup_logging(verbosity)
+    setup_logging(verbosity, log_format)
+    from stromboli.core.controller.server import ControllerOptions, ControllerServer
+    from stromboli.core.logsetup import log_start, settings_of
+
     options = ControllerOptions(
         scheduler_names=tuple(scheduler_names),
         healthz_address=healthz_address,
@@ -90,6 +102,7 @@ def controller(
         lock_object_namespace=lock_object_namespace,
         max_requeue=max_requeue_num,
     )
+    log_start(log, "controller", settings_of(options) | {"frameworks": frameworks})
     factory = kube_store_factory(kubeconfig, master, kube_api_qps, kube_api_burst)
 
     def server(store: ClusterStore) -> ControllerServer:

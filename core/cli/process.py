@@ -4,7 +4,6 @@ leader-election flags with Volcano's names and defaults, logging, and serving un
 from __future__ import annotations
 
 import asyncio
-import logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -66,9 +65,17 @@ def kube_options(command: CommandFunction) -> CommandFunction:
                 "-v",
                 "--v",
                 "verbosity",
-                default=2,
+                default=3,
                 show_default=True,
-                help="Log verbosity (0 errors .. 4 debug).",
+                help="Log verbosity, as klog's -v: errors, warnings and the start line always; "
+                "3 one line per scheduling decision (Volcano's chart default); 5 debug.",
+            ),
+            click.option(
+                "--log-format",
+                type=click.Choice(["text", "json"]),
+                default="text",
+                show_default=True,
+                help="Log lines as text, or as one JSON object each for log collectors.",
             ),
         ]
     ):
@@ -76,11 +83,11 @@ def kube_options(command: CommandFunction) -> CommandFunction:
     return command
 
 
-def setup_logging(verbosity: int) -> None:
-    level = {0: logging.ERROR, 1: logging.WARNING, 2: logging.INFO}.get(verbosity, logging.DEBUG)
-    logging.basicConfig(
-        level=level, format="%(asctime)s %(levelname).1s %(name)s: %(message)s", stream=sys.stderr
-    )
+def setup_logging(verbosity: int, log_format: str = "text") -> None:
+    """klog-style verbosity and the chosen format on stderr (see ``core/logsetup.py``)."""
+    from stromboli.core.logsetup import setup_logging as configure
+
+    configure(verbosity, log_format, sys.stderr)
 
 
 async def serve(

@@ -1,17 +1,18 @@
 """``stromboli scheduler``: run the scheduler against a Kubernetes cluster.
 
 Flags follow vc-scheduler's names and defaults so Volcano's Deployments carry over; Go-style
-boolean flags accept ``--leader-elect`` as well as ``--leader-elect=false``.
+boolean flags accept ``--leader-elect`` as well as ``--leader-elect=false``. The scheduler's
+own modules are imported when the command runs, so ``--help`` starts fast.
 """
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import click
 
 from stromboli.core.api import constants as k
-from stromboli.core.api.durations import parse_duration
 from stromboli.core.cli.process import (
     go_bool,
     kube_options,
@@ -20,8 +21,31 @@ from stromboli.core.cli.process import (
     serve,
     setup_logging,
 )
-from stromboli.core.scheduler.conf import ConfigError
-from stromboli.core.scheduler.server import LostLeadership, SchedulerOptions, SchedulerServer
+
+#: Where a pod finds its own namespace (the service account's mount).
+POD_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+DEFAULT_CONFIG_MAP = "volcano-scheduler-configmap"
+
+
+def config_map_of(
+    value: str, scheduler_conf: str | None, fallback_namespace: str
+) -> tuple[str, str] | None:
+    """``--scheduler-configmap`` as (namespace, name): ``NAME`` is in the scheduler's own
+    namespace (its service account's, else ``fallback_namespace``); empty, or no
+    ``--scheduler-conf``, means none."""
+    if not value or not scheduler_conf:
+        return None
+    namespace, _, name = value.rpartition("/")
+    if not namespace:
+        try:
+            namespace = POD_NAMESPACE_FILE.read_text().strip() or fallback_namespace
+        except OSError:
+            namespace = fallback_namespace
+    if not name:
+        raise click.BadParameter(
+            f"{value!r} names no ConfigMap", param_hint="--scheduler-configmap"
+        )
+    return namespace, name
 
 
 @click.command()
@@ -39,6 +63,19 @@ from stromboli.core.scheduler.server import LostLeadership, SchedulerOptions, Sc
     "--scheduler-conf",
     type=click.Path(dir_okay=False),
     help="Scheduler configuration file (Volcano's format); reloaded when it changes.",
+)
+@click.option(
+    "--strict-config",
+    is_flag=True,
+    help="Refuse a configuration naming plugins, arguments or keys Stromboli would skip "
+    "(by default they are skipped, as Volcano does, and reported).",
+)
+@click.option(
+    "--scheduler-configmap",
+    default=DEFAULT_CONFIG_MAP,
+    show_default=True,
+    help="ConfigMap (NAME or NAMESPACE/NAME) mounted as --scheduler-conf: skipped plugins and "
+    "arguments are posted on it as Warning events; empty for none.",
 )
 @click.option(
     "--schedule-period", default="1s", show_default=True, help="Time between scheduling cycles."
@@ -61,8 +98,11 @@ def scheduler(
     kube_api_qps: float,
     kube_api_burst: int,
     verbosity: int,
+    log_format: str,
     scheduler_names: tuple[str, ...],
     scheduler_conf: str | None,
+    strict_config: bool,
+    scheduler_configmap: str,
     schedule_period: str,
     default_queue: str,
     listen_address: str,
@@ -71,8 +111,15 @@ def scheduler(
     lock_object_namespace: str,
 ) -> None:
     """Schedule pods of a live cluster (Volcano's vc-scheduler)."""
-    setup_logging(verbosity)
-    from stromboli.core.scheduler.builtins import register_builtins  # lazily: CLI start-up
+    setup_logging(verbosity, log_format)
+    from stromboli.core.api.durations import parse_duration
+    from stromboli.core.scheduler.builtins import register_builtins
+    from stromboli.core.scheduler.conf import ConfigError
+    from stromboli.core.scheduler.server import (
+        LostLeadership,
+        SchedulerOptions,
+        SchedulerServer,
+    )
 
     register_builtins()
     try:
@@ -85,6 +132,8 @@ def scheduler(
             healthz_address=healthz_address,
             leader_elect=go_bool(leader_elect),
             lock_object_namespace=lock_object_namespace,
+            strict_config=strict_config,
+            config_map=config_map_of(scheduler_configmap, scheduler_conf, lock_object_namespace),
         )
         factory = kube_store_factory(kubeconfig, master, kube_api_qps, kube_api_burst)
         asyncio.run(serve(factory, lambda store: SchedulerServer(store, options)))

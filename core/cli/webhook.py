@@ -9,12 +9,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import click
 
-from stromboli.core.admission.policy import EMPTY_POLICY, PolicyError
-from stromboli.core.admission.queue import DEFAULT_MAX_QUEUE_DEPTH
-from stromboli.core.admission.resourcegroups import AdmissionConfError, load_admission_conf
 from stromboli.core.api import constants as k
 from stromboli.core.cli.process import (
     CommandFunction,
@@ -24,16 +22,19 @@ from stromboli.core.cli.process import (
     serve,
     setup_logging,
 )
-from stromboli.webhooks.policyfile import PolicyFile
-from stromboli.webhooks.server import WebhookOptions, WebhookServer
-from stromboli.webhooks.services import (
-    DEFAULT_ENABLED_ADMISSION,
-    AdmissionOptions,
-    enabled_services,
-)
-from stromboli.webhooks.tls import load_files
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from stromboli.webhooks.policyfile import PolicyFile
+
+log = logging.getLogger("stromboli.webhooks")
+
+#: ``webhooks.services.DEFAULT_ENABLED_ADMISSION`` and ``admission.queue.DEFAULT_MAX_QUEUE_DEPTH``,
+#: repeated so that ``--help`` imports no webhook code (a test keeps them equal).
+DEFAULT_ENABLED_ADMISSION = (
+    "/jobs/mutate,/jobs/validate,/podgroups/mutate,/pods/validate,/pods/mutate,"
+    "/queues/mutate,/queues/validate"
+)
+DEFAULT_MAX_QUEUE_DEPTH = 5
 
 #: The services that enforce a queue policy: its refusals, and its default queues.
 POLICY_PATHS = (
@@ -52,6 +53,10 @@ def _queue_policy(path: str | None, enabled_admission: str) -> PolicyFile | None
     named in a warning (``/podgroups/validate`` is off by default, as in Volcano)."""
     if not path:
         return None
+    from stromboli.core.admission.policy import PolicyError
+    from stromboli.webhooks.policyfile import PolicyFile
+    from stromboli.webhooks.services import enabled_services
+
     try:
         policy = PolicyFile(path)
     except PolicyError as err:
@@ -162,6 +167,7 @@ def webhook_manager(
     kube_api_qps: float,
     kube_api_burst: int,
     verbosity: int,
+    log_format: str,
     listen_address: str,
     port: int,
     tls_cert_file: str | None,
@@ -183,7 +189,14 @@ def webhook_manager(
     admission_conf: str | None,
 ) -> None:
     """Validate and default Volcano objects (vcjobs, queues, PodGroups, pods) on admission."""
-    setup_logging(verbosity)
+    setup_logging(verbosity, log_format)
+    from stromboli.core.admission.policy import EMPTY_POLICY
+    from stromboli.core.admission.resourcegroups import AdmissionConfError, load_admission_conf
+    from stromboli.core.logsetup import log_start, settings_of
+    from stromboli.webhooks.server import WebhookOptions, WebhookServer
+    from stromboli.webhooks.services import AdmissionOptions, enabled_services
+    from stromboli.webhooks.tls import load_files
+
     if bool(tls_cert_file) != bool(tls_private_key_file):
         raise click.UsageError("--tls-cert-file and --tls-private-key-file go together")
     try:
@@ -220,5 +233,16 @@ def webhook_manager(
         if tls_cert_file and tls_private_key_file
         else None
     )
+    settings = settings_of(options) | {
+        "queue_policy": queue_policy or "",
+        "admission_conf": admission_conf or "",
+        "tls_cert_file": tls_cert_file or "(self-signed)",
+    }
+    settings["admission"] = {
+        key: value
+        for key, value in settings_of(options.admission).items()
+        if key not in ("queue_policy", "resource_groups")
+    } | {"resource_groups": len(resource_groups)}
+    log_start(log, "webhook-manager", settings)
     factory = kube_store_factory(kubeconfig, master, kube_api_qps, kube_api_burst)
     asyncio.run(serve(factory, lambda store: WebhookServer(store, options, certificate)))

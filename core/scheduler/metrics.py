@@ -25,7 +25,10 @@ from stromboli.core.scheduler.pending import PendingCounter
 from stromboli.core.scheduler.util.share import dominant_share
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from stromboli.core.scheduler.api.job import JobInfo
+    from stromboli.core.scheduler.conf import Skipped
     from stromboli.core.scheduler.framework.session import Session
     from stromboli.core.scheduler.scheduler import CycleStats
 
@@ -174,6 +177,15 @@ class SchedulerMetrics:
             "Object versions the scheduler could not read and set aside, by kind",
             ["kind"],
             registry=r,
+        )
+        self.config_skipped = Series(
+            Gauge(
+                "stromboli_scheduler_config_skipped",
+                "Names of the active scheduler configuration that have no effect (1 each): a "
+                "plugin (key empty) or an argument, switch or key (owner: its plugin or action)",
+                ["owner", "key", "volcano"],
+                registry=r,
+            )
         )
         self.attempts = Counter(
             "volcano_schedule_attempts_total",
@@ -328,6 +340,12 @@ class SchedulerMetrics:
         return names
 
     # -- recording ---------------------------------------------------------------------------
+
+    def observe_config(self, skipped: Iterable[Skipped]) -> None:
+        """Export what the configuration version now in force skips (and nothing else)."""
+        for entry in skipped:
+            self.config_skipped.get(entry.owner, entry.key, str(entry.volcano).lower()).set(1)
+        self.config_skipped.sweep()
 
     def observe(self, stats: CycleStats) -> None:
         """Record one cycle."""

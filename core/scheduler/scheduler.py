@@ -19,6 +19,7 @@ from stromboli.core.cluster.errors import AlreadyExistsError
 from stromboli.core.cluster.store import ClusterStore
 from stromboli.core.events import EventRecorder
 from stromboli.core.informer import Informer
+from stromboli.core.logsetup import V
 from stromboli.core.scheduler.api.job import TaskInfo
 from stromboli.core.scheduler.api.status import TaskStatus
 from stromboli.core.scheduler.cache import WATCHED_KINDS, SchedulerCache
@@ -30,6 +31,8 @@ from stromboli.core.scheduler.status import collect
 from stromboli.core.scheduler.writer import StatusWriter, WriteReport
 
 log = logging.getLogger(__name__)
+#: klog verbosity of one line per decision (a binding, an eviction), as Volcano's.
+DECISION_V = 3
 #: Evictions the scheduler remembers for reports; older ones are forgotten first.
 RECENT_EVICTIONS = 10_000
 
@@ -95,6 +98,39 @@ def _timed(call: Callable[..., Any], stage: str, totals: dict[str, float]) -> Ca
         return result
 
     return timed
+
+
+def log_decisions(ssn: Session, report: WriteReport) -> None:
+    """One line per binding and eviction written (at ``V(3)``, Volcano's chart default) and
+    per failure (an error, always shown)."""
+    decision = V(DECISION_V)
+    if log.isEnabledFor(decision):
+        for task in report.bound:
+            log.log(
+                decision,
+                "Binding Task <%s/%s> to node <%s>",
+                task.namespace,
+                task.name,
+                task.node_name,
+                extra={"fields": {"pod": f"{task.namespace}/{task.name}", "node": task.node_name}},
+            )
+        evicted = {task.uid for task in report.evicted}
+        for eviction in ssn.outcome.evictions:
+            victim = eviction.task
+            if victim.uid not in evicted:
+                continue
+            log.log(
+                decision,
+                "Evicting Task <%s/%s> on node <%s> (%s): %s",
+                victim.namespace,
+                victim.name,
+                victim.node_name,
+                eviction.action,
+                eviction.reason,
+                extra={"fields": {"pod": f"{victim.namespace}/{victim.name}"}},
+            )
+    for task, message in report.bind_failures:
+        log.error("Binding Task <%s/%s> failed: %s", task.namespace, task.name, message)
 
 
 class Scheduler:
@@ -194,6 +230,7 @@ class Scheduler:
         await self.writer.bind(ssn.outcome.binds, report, ssn.outcome.pod_annotations)
         stats.stage_seconds["Bind"] = time.perf_counter() - bind_started
         stats.bound_at = self.clock.now()
+        log_decisions(ssn, report)
         for task in report.bound:
             self.cache.assume_bound(task, task.node_name, report.annotated.get(task.uid))
             # The API server has the binding now: the PodGroup status written below may count

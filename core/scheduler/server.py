@@ -16,15 +16,19 @@ from dataclasses import dataclass
 
 from stromboli.core.api import constants as k
 from stromboli.core.clock import Clock, SystemClock
+from stromboli.core.cluster.errors import ApiError
 from stromboli.core.cluster.store import ClusterStore
 from stromboli.core.httpserve import Endpoint, start_process_endpoints
 from stromboli.core.leaderelection import LeaderElector
+from stromboli.core.logsetup import log_start, settings_of
 from stromboli.core.scheduler.conf import ConfigSource
 from stromboli.core.scheduler.metrics import SchedulerMetrics
 from stromboli.core.scheduler.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 LEASE_NAME = "vc-scheduler"
+#: The ConfigMap Volcano's chart mounts as ``--scheduler-conf``, in the scheduler's namespace.
+CONFIG_MAP_NAME = "volcano-scheduler-configmap"
 #: A cycle older than this many periods makes /healthz fail.
 STALE_PERIODS = 30
 
@@ -40,6 +44,11 @@ class SchedulerOptions:
     leader_elect: bool = False
     lock_object_namespace: str = "volcano-system"
     bind_concurrency: int = 64
+    #: Refuse a configuration naming what Stromboli would skip (``--strict-config``).
+    strict_config: bool = False
+    #: ``(namespace, name)`` of the ConfigMap the configuration file comes from: skipped
+    #: plugins and arguments are posted there as Warning events. ``None``: no events.
+    config_map: tuple[str, str] | None = None
 
 
 class LostLeadership(RuntimeError):
@@ -54,7 +63,19 @@ class SchedulerServer:
         self.options = options
         self.clock = clock or SystemClock()
         self.metrics = SchedulerMetrics()
-        self.config = ConfigSource(options.scheduler_conf)
+        self.config = ConfigSource(options.scheduler_conf, strict=options.strict_config)
+        self._reported_generation = 0
+        config = self.config.config
+        log_start(
+            log,
+            "scheduler",
+            settings_of(options)
+            | {
+                "actions": config.actions,
+                "tiers": [[o.name for o in tier] for tier in config.tiers],
+                "skipped": [s.message for s in self.config.skipped],
+            },
+        )
         self.scheduler = Scheduler(
             store,
             self.clock,
@@ -85,6 +106,37 @@ class SchedulerServer:
     def stop(self) -> None:
         self.stopping.set()
 
+    async def report_config(self) -> None:
+        """Tell what the configuration version in force skips: the metric always, a Warning
+        event on its ConfigMap for each skipped name (the error log is the loader's)."""
+        self._reported_generation = self.config.generation
+        skipped = list(self.config.skipped)
+        try:
+            self.metrics.observe_config(skipped)
+        except Exception:  # a metric must never stop the scheduler
+            log.exception("recording the skipped configuration names failed")
+        if not skipped or self.options.config_map is None:
+            return
+        involved = await self._config_map_reference(*self.options.config_map)
+        recorder = self.scheduler.writer.recorder
+        for entry in skipped:
+            reason = "UnknownPlugin" if not entry.key else "UnknownConfiguration"
+            await recorder.record(involved, "Warning", reason, entry.message)
+
+    async def _config_map_reference(self, namespace: str, name: str) -> dict:
+        """A reference to the ConfigMap, with its uid when the scheduler may read it (so that
+        ``kubectl describe configmap`` lists the events), else by name alone."""
+        reference = {"apiVersion": "v1", "kind": "ConfigMap", "namespace": namespace, "name": name}
+        try:
+            found = await self.store.get("v1", "ConfigMap", name, namespace)
+        except ApiError as err:
+            log.debug(
+                "ConfigMap %s/%s not readable (%s); events name it only", namespace, name, err
+            )
+            return reference
+        uid = (found.get("metadata") or {}).get("uid")
+        return reference | ({"uid": uid} if uid else {})
+
     async def _serve_http(self) -> None:
         self.endpoints = await start_process_endpoints(
             self.metrics.registry,
@@ -105,6 +157,7 @@ class SchedulerServer:
                 renewing = asyncio.create_task(self.elector.keep_renewing())
                 log.info("acquired the lease; scheduling")
             await self.scheduler.start()
+            await self.report_config()
             informing = asyncio.create_task(self.scheduler.informer.run())
             await self._loop(renewing)
         finally:
@@ -132,6 +185,8 @@ class SchedulerServer:
                     self.metrics.observe(stats)
                 except Exception:  # nor may a failure to record its metrics
                     log.exception("recording the cycle's metrics failed")
+            if self.config.generation != self._reported_generation:
+                await self.report_config()
             self.cycles += 1
             self._last_cycle = time.monotonic()
             remaining = period - (self._last_cycle - started)
