@@ -6,8 +6,6 @@ from pathlib import Path
 
 import click
 
-from stromboli.core.api.crds import build_crds, crd_filename, render_crd, render_crds
-
 
 @click.command("crds")
 @click.option(
@@ -18,6 +16,8 @@ from stromboli.core.api.crds import build_crds, crd_filename, render_crd, render
 )
 def crds(output_dir: Path | None) -> None:
     """Print the Volcano-compatible CRDs (Queue, PodGroup, Job, ...) as YAML."""
+    from stromboli.core.api.crds import build_crds, crd_filename, render_crd, render_crds
+
     if output_dir is None:
         click.echo(render_crds(), nl=False)
         return

@@ -11,19 +11,16 @@ standard error.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from stromboli.core.devcluster.build import BuildError
-from stromboli.core.devcluster.daemon import (
-    STATE_DIR_ENV,
-    DevClusterError,
-    Paths,
-    default_state_dir,
-)
-from stromboli.core.devcluster.daemon import down as stop_cluster
-from stromboli.core.devcluster.daemon import status as cluster_status
-from stromboli.core.devcluster.daemon import up as start_cluster
+if TYPE_CHECKING:
+    from stromboli.core.devcluster.daemon import Paths
+
+#: ``devcluster.daemon.STATE_DIR_ENV``, repeated so that ``--help`` imports none of the
+#: control plane's code (a test keeps them equal).
+STATE_DIR_ENV = "STROMBOLI_DEV_CLUSTER_DIR"
 
 _state_dir_option = click.option(
     "--state-dir",
@@ -36,6 +33,8 @@ _state_dir_option = click.option(
 
 
 def _paths(state_dir: Path | None) -> Paths:
+    from stromboli.core.devcluster.daemon import Paths, default_state_dir
+
     return Paths((state_dir or default_state_dir()).expanduser().resolve())
 
 
@@ -81,6 +80,10 @@ def up(
     state_dir: Path | None,
 ) -> None:
     """Start the cluster in the background and print its kubeconfig path (last line)."""
+    from stromboli.core.devcluster.build import BuildError
+    from stromboli.core.devcluster.daemon import DevClusterError
+    from stromboli.core.devcluster.daemon import up as start_cluster
+
     paths = _paths(state_dir)
     try:
         result = start_cluster(
@@ -112,6 +115,9 @@ def up(
 @_state_dir_option
 def down(state_dir: Path | None) -> None:
     """Stop every process `up` started and remove the cluster's state (idempotent)."""
+    from stromboli.core.devcluster.daemon import DevClusterError
+    from stromboli.core.devcluster.daemon import down as stop_cluster
+
     try:
         click.echo(stop_cluster(_paths(state_dir)))
     except DevClusterError as err:
@@ -123,6 +129,8 @@ def down(state_dir: Path | None) -> None:
 def status(state_dir: Path | None) -> None:
     """Say whether the cluster runs (exit status 0) or not (exit status 1): ``restarting``
     while a component that died is being started again."""
+    from stromboli.core.devcluster.daemon import status as cluster_status
+
     report = cluster_status(_paths(state_dir))
     click.echo(f"status:     {report.message}")
     if report.server:
