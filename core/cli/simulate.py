@@ -6,25 +6,19 @@ import asyncio
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import orjson
-import yaml
 
-from stromboli.core.admission.policy import QueuePolicy, load_policy
-from stromboli.core.api.durations import parse_duration
-from stromboli.core.scheduler.conf import ConfigError
-from stromboli.core.scheduler.metrics import SchedulerMetrics
-from stromboli.core.simulate.engine import (
-    DEFAULT_MAX_CRON_RUNS,
-    DEFAULT_MAX_TIME,
-    DEFAULT_MAX_WORKLOAD_PODS,
-    Simulation,
-    SimulationResult,
-)
-from stromboli.core.simulate.loader import SimulationInputError, load
-from stromboli.core.simulate.output import as_list
+if TYPE_CHECKING:
+    from stromboli.core.admission.policy import QueuePolicy
+    from stromboli.core.scheduler.metrics import SchedulerMetrics
+    from stromboli.core.simulate.engine import SimulationResult
+
+#: The simulator's defaults (``simulate.engine``), repeated so that ``--help`` imports none of
+#: the simulator (a test keeps them equal).
+DEFAULT_MAX_CRON_RUNS = 1000
+DEFAULT_MAX_WORKLOAD_PODS = 1000
 
 
 def _progress(total: int) -> tuple[Any, Callable[[float, int], None]]:
@@ -54,6 +48,10 @@ async def _simulate(
     queue_policy: QueuePolicy | None = None,
     max_workload_pods: int = DEFAULT_MAX_WORKLOAD_PODS,
 ) -> tuple[SimulationResult, dict]:
+    from stromboli.core.simulate.engine import Simulation
+    from stromboli.core.simulate.loader import load
+    from stromboli.core.simulate.output import as_list
+
     objects = load(list(files))
     progress = None
     on_progress = None
@@ -182,6 +180,16 @@ def simulate(
             raise click.UsageError(str(err)) from None
     if not files:
         raise click.UsageError("give FILES to simulate, or --example NAME (--example list)")
+    import orjson
+    import yaml
+
+    from stromboli.core.admission.policy import load_policy
+    from stromboli.core.api.durations import parse_duration
+    from stromboli.core.scheduler.conf import ConfigError
+    from stromboli.core.scheduler.metrics import SchedulerMetrics
+    from stromboli.core.simulate.engine import DEFAULT_MAX_TIME
+    from stromboli.core.simulate.loader import SimulationInputError
+
     try:
         limit = parse_duration(max_time, "--max-time") if max_time else DEFAULT_MAX_TIME
         show = sys.stderr.isatty() if progress is None else progress
