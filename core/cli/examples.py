@@ -90,7 +90,7 @@ def parse(path: Path, folder: Path) -> Example | None:
 
 def _title(lines: list[str]) -> str:
     """The first sentence of the header's first paragraph."""
-    paragraph = []
+    paragraph: list[str] = []
     for line in lines:
         if not line:
             if paragraph:
