@@ -25,7 +25,7 @@ LOG_FORMATS = ("text", "json")
 MAX_DISTINCT_V = 4
 
 
-def V(level: int) -> int:  # noqa: N802 - klog's name
+def V(level: int) -> int:
     """The ``logging`` level of klog's ``V(level)`` info lines."""
     if level < 0:
         return logging.INFO
@@ -89,8 +89,11 @@ class JsonFormatter(logging.Formatter):
 
 
 def _plain(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(_jsonable(value), default=str)
-    return json.dumps(text) if (not text or " " in text) else text
+    """klog's text form of a value: a bare word, a quoted string, or compact JSON."""
+    if isinstance(value, str):
+        bare = value and not any(c in value for c in ' "=\n')
+        return value if bare else json.dumps(value, ensure_ascii=False)
+    return json.dumps(_jsonable(value), default=str, separators=(",", ":"), ensure_ascii=False)
 
 
 def _jsonable(value: Any) -> Any:
@@ -134,4 +137,5 @@ def log_start(logger: logging.Logger, component: str, settings: Mapping[str, Any
         component,
         __version__,
         extra={"fields": {"component": component, "version": __version__, **settings}},
+        stacklevel=2,
     )

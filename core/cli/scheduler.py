@@ -8,6 +8,7 @@ own modules are imported when the command runs, so ``--help`` starts fast.
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 
 import click
@@ -22,6 +23,7 @@ from stromboli.core.cli.process import (
     setup_logging,
 )
 
+log = logging.getLogger("stromboli.core.scheduler")
 #: Where a pod finds its own namespace (the service account's mount).
 POD_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 DEFAULT_CONFIG_MAP = "volcano-scheduler-configmap"
@@ -113,12 +115,14 @@ def scheduler(
     """Schedule pods of a live cluster (Volcano's vc-scheduler)."""
     setup_logging(verbosity, log_format)
     from stromboli.core.api.durations import parse_duration
+    from stromboli.core.logsetup import log_start
     from stromboli.core.scheduler.builtins import register_builtins
-    from stromboli.core.scheduler.conf import ConfigError
+    from stromboli.core.scheduler.conf import ConfigError, ConfigSource
     from stromboli.core.scheduler.server import (
         LostLeadership,
         SchedulerOptions,
         SchedulerServer,
+        start_settings,
     )
 
     register_builtins()
@@ -135,8 +139,11 @@ def scheduler(
             strict_config=strict_config,
             config_map=config_map_of(scheduler_configmap, scheduler_conf, lock_object_namespace),
         )
+        # Read before connecting: a configuration it cannot use stops the start at once.
+        config = ConfigSource(scheduler_conf, strict=strict_config)
+        log_start(log, "scheduler", start_settings(options, config))
         factory = kube_store_factory(kubeconfig, master, kube_api_qps, kube_api_burst)
-        asyncio.run(serve(factory, lambda store: SchedulerServer(store, options)))
+        asyncio.run(serve(factory, lambda store: SchedulerServer(store, options, config=config)))
     except (ConfigError, ValueError) as err:
         raise click.ClickException(str(err)) from None
     except LostLeadership as err:

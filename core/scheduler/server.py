@@ -20,7 +20,7 @@ from stromboli.core.cluster.errors import ApiError
 from stromboli.core.cluster.store import ClusterStore
 from stromboli.core.httpserve import Endpoint, start_process_endpoints
 from stromboli.core.leaderelection import LeaderElector
-from stromboli.core.logsetup import log_start, settings_of
+from stromboli.core.logsetup import settings_of
 from stromboli.core.scheduler.conf import ConfigSource
 from stromboli.core.scheduler.metrics import SchedulerMetrics
 from stromboli.core.scheduler.scheduler import Scheduler
@@ -51,31 +51,34 @@ class SchedulerOptions:
     config_map: tuple[str, str] | None = None
 
 
+def start_settings(options: SchedulerOptions, config: ConfigSource) -> dict[str, object]:
+    """What the start line tells: the flags, and the configuration in force."""
+    active = config.config
+    return settings_of(options) | {
+        "actions": active.actions,
+        "tiers": [[o.name for o in tier] for tier in active.tiers],
+        "skipped": [s.message for s in config.skipped],
+    }
+
+
 class LostLeadership(RuntimeError):
     """Raised when another replica took the Lease: the process must exit."""
 
 
 class SchedulerServer:
     def __init__(
-        self, store: ClusterStore, options: SchedulerOptions, clock: Clock | None = None
+        self,
+        store: ClusterStore,
+        options: SchedulerOptions,
+        clock: Clock | None = None,
+        config: ConfigSource | None = None,
     ) -> None:
         self.store = store
         self.options = options
         self.clock = clock or SystemClock()
         self.metrics = SchedulerMetrics()
-        self.config = ConfigSource(options.scheduler_conf, strict=options.strict_config)
+        self.config = config or ConfigSource(options.scheduler_conf, strict=options.strict_config)
         self._reported_generation = 0
-        config = self.config.config
-        log_start(
-            log,
-            "scheduler",
-            settings_of(options)
-            | {
-                "actions": config.actions,
-                "tiers": [[o.name for o in tier] for tier in config.tiers],
-                "skipped": [s.message for s in self.config.skipped],
-            },
-        )
         self.scheduler = Scheduler(
             store,
             self.clock,
