@@ -129,9 +129,8 @@ def queue_capability_sentence(ssn: Session, job: JobInfo, plugin: str) -> str:
         f"it would hold {amounts_text(wanted)}"
     )
     if over:
-        return (
-            f"{text}, over {bound} of {amounts_text(_only(limit, names))} by {amounts_text(over)}"
-        )
+        bounded = amounts_text(_only(limit, list(over)))
+        return f"{text}, over {bound} of {bounded} by {amounts_text(over)}"
     return f"{text}, within {bound} of {amounts_text(_only(limit, names))}"
 
 

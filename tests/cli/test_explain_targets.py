@@ -116,7 +116,7 @@ def test_a_job_stuck_at_enqueue_names_the_gate_and_its_numbers(cluster: str) -> 
     assert lines[1] == (
         "Why: held at enqueue by queue capability: queue research holds 24 cpu, 16Gi memory; "
         "with this job's minResources (8 cpu, 16Gi memory) it would hold 32 cpu, 32Gi memory, "
-        "over its capability of 24 cpu, 48Gi memory by 8 cpu"
+        "over its capability of 24 cpu by 8 cpu"
     )
     assert "  overcommit: admits: " in result.output
     assert "  queue capability (proportion): holds: " in result.output

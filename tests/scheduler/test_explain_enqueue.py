@@ -76,7 +76,7 @@ def test_queue_capability_names_what_the_queue_holds_and_how_far_over_it_would_g
     assert held.gate == QUEUE_CAPABILITY and held.plugin == "proportion"
     assert "queue research holds 24 cpu" in held.sentence
     assert "would hold 32 cpu, 16Gi memory" in held.sentence
-    assert "over its capability of 30 cpu, 48Gi memory by 2 cpu" in held.sentence
+    assert "over its capability of 30 cpu by 2 cpu" in held.sentence
     assert "30000" not in held.sentence and "m " not in held.sentence
     overcommit = next(g for g in verdict.gates if g.gate == OVERCOMMIT)
     assert overcommit.verdict == "admits"
