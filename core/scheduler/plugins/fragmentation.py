@@ -150,6 +150,11 @@ class FragmentationPlugin(Plugin):
                 for column, (memory, kind) in enumerate(_layout(devices)):
                     self.card_memory[position, column] = memory
                     self.card_types[position, column] = kind
+        kinds: dict[tuple[int, str], int] = {(0, ""): 0}
+        self.card_kind = np.zeros((count, width), dtype=np.int64)
+        for (position, column), memory in np.ndenumerate(self.card_memory):
+            key = (int(memory), str(self.card_types[position, column]))
+            self.card_kind[position, column] = kinds.setdefault(key, len(kinds))
         self._seen_versions = np.full((2, count), -1, dtype=np.int64)
         self.before = np.zeros(count)
         cpu_col = self.ssn.nodes.index.columns.get(CPU)
@@ -227,22 +232,38 @@ class FragmentationPlugin(Plugin):
         return added[positions]
 
     def _added(self, shape: PodShape, rows: np.ndarray, mix: MixArrays) -> np.ndarray:
-        free = self.free[rows]
-        need = shape.need(self.card_memory[rows], self.card_types[rows])
+        cpu, mem = self._idle(rows)
+        cpu, mem = cpu - shape.cpu, mem - shape.memory
+        picked, inverse = self._distinct(rows, cpu, mem, mix)
+        alike = rows[picked]
+        free = self.free[alike]
+        need = shape.need(self.card_memory[alike], self.card_types[alike])
         choices, after = placements(free, need, shape.gpus)
         options = choices.shape[1]
-        cpu, mem = self._idle(rows)
-        flat = after.reshape(rows.shape[0] * options, free.shape[1])
-        repeat = np.repeat(rows, options)
         fragments = expected_fragments(
-            flat,
-            np.repeat(cpu - shape.cpu, options),
-            np.repeat(mem - shape.memory, options),
-            mix.need[:, repeat, :],
+            after.reshape(alike.shape[0] * options, free.shape[1]),
+            np.repeat(cpu[picked], options),
+            np.repeat(mem[picked], options),
+            mix.need[:, np.repeat(alike, options), :],
             mix,
-        ).reshape(rows.shape[0], options)
+        ).reshape(alike.shape[0], options)
         fragments[choices == -1] = np.inf
-        return fragments.min(axis=1) - self.before[rows]
+        return fragments.min(axis=1)[inverse] - self.before[rows]
+
+    def _distinct(
+        self, rows: np.ndarray, cpu: np.ndarray, mem: np.ndarray, mix: MixArrays
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Rows that stand for all alike (one of each, and which stands for each row): nodes
+        with the same cards (model, memory, free part, in any order) and the same mix shapes
+        fitting their cpu and memory score alike, and many nodes of a cluster are alike."""
+        if rows.shape[0] < 2:
+            return np.arange(rows.shape[0]), np.arange(rows.shape[0])
+        cards = np.sort(self.card_kind[rows] * (FULL + 1) + self.free[rows], axis=1)
+        cpu_rank = np.searchsorted(np.sort(mix.cpu), cpu, side="right")
+        mem_rank = np.searchsorted(np.sort(mix.memory), mem, side="right")
+        keys = np.column_stack([cpu_rank, mem_rank, cards])
+        _, picked, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        return picked, inverse.reshape(-1)
 
     def node_order(self, task: TaskInfo, positions: np.ndarray) -> np.ndarray:
         if self._cards() is None or not positions.shape[0]:

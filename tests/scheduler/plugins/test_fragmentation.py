@@ -114,7 +114,7 @@ def test_the_mix_keeps_the_most_frequent_shapes_and_changes_epoch_on_doubling() 
         epochs.append(mix.epoch)
     mix._derive()
     assert mix.shapes == (SHARE_60, WHOLE_1)
-    assert mix.weights.tolist() == [5 / 8, 3 / 8]
+    assert mix.weights.tolist() == [5, 3]
     assert epochs == [1, 2, 2, 3, 3, 3, 3, 4, 4]
 
 

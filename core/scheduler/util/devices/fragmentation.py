@@ -96,8 +96,9 @@ class WorkloadMix:
     def _derive(self) -> None:
         common = self.counts.most_common(self.limit)
         self.shapes = tuple(shape for shape, _ in common)
-        counts = np.array([count for _, count in common], dtype=float)
-        self.weights = counts / counts.sum() if counts.size else counts
+        #: Counts, not shares: expected fragments summed in whole numbers are exact, so
+        #: nodes that are alike tie exactly whatever batch they are scored in.
+        self.weights = np.array([count for _, count in common], dtype=float)
         self._derived_at = self.total
         self.epoch += 1
 
@@ -148,8 +149,8 @@ def expected_fragments(
     )
     total = free.sum(axis=1)
     unusable = np.where(usable, 0, free[None, :, :]).sum(axis=2)
-    per_shape = np.where(fits, unusable, total[None, :])
-    return np.asarray(mix.weights @ per_shape, dtype=float)
+    per_shape = np.where(fits, unusable, total[None, :]).astype(float)
+    return np.asarray(mix.weights @ per_shape, dtype=float) / float(mix.weights.sum())
 
 
 def placements(free: np.ndarray, need: np.ndarray, gpus: int) -> tuple[np.ndarray, np.ndarray]:
