@@ -9,11 +9,11 @@ uses for generated names); only their form matches.
 
 from __future__ import annotations
 
+import copy
+import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final
-
-import orjson
 
 from stromboli.core.api import constants as k
 from stromboli.core.api.keys import Key, object_key
@@ -57,7 +57,8 @@ enrolment; raises ``ValueError`` (admission) or ``ApiError`` (store) on refusal.
 def template_hash(template: Any, collision_count: int = 0) -> str:
     """A short, stable hash of a pod template (``pod-template-hash``,
     ``controller-revision-hash``): same template, same hash."""
-    data = orjson.dumps(template, option=orjson.OPT_SORT_KEYS) + str(collision_count).encode()
+    text = json.dumps(template, sort_keys=True, separators=(",", ":"), default=str)
+    data = (text + str(collision_count)).encode()
     value = 0x811C9DC5
     for byte in data:
         value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
@@ -137,7 +138,7 @@ def pod_from_template(
     for field in ("labels", "annotations"):
         if not meta[field]:
             del meta[field]
-    spec = orjson.loads(orjson.dumps(template.get("spec") or {}))
+    spec = copy.deepcopy(template.get("spec") or {})
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
