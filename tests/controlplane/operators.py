@@ -16,11 +16,13 @@ import subprocess
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from stromboli.core.api.quantity import parse_quantity
 from stromboli.core.devcluster import ControlPlane
 from stromboli.core.devcluster.client import KubeAPIError, KubeHTTP
 from stromboli.core.devcluster.operators import OperatorBuild, OperatorBuildError, build_operator
@@ -190,3 +192,21 @@ def podgroups(client: KubeHTTP, namespace: str) -> list[dict[str, Any]]:
 
 def bound(items: Sequence[Mapping[str, Any]]) -> list[str]:
     return sorted(p["metadata"]["name"] for p in items if p["spec"].get("nodeName"))
+
+
+def amounts(resources: dict[str, Any] | None) -> dict[str, Fraction]:
+    """Resource lists compared by value (``3`` and ``3000m`` are one amount)."""
+    return {name: parse_quantity(q) for name, q in (resources or {}).items()}
+
+
+def assert_same_gang(theirs: dict[str, Any], ours: dict[str, Any] | None) -> None:
+    """The operator's PodGroup and our conversion agree on every field Volcano schedules by."""
+    assert ours is not None, "our conversion made no PodGroup of that name"
+    assert theirs["metadata"]["name"] == ours["metadata"]["name"]
+    for key in ("minMember", "queue", "priorityClassName", "networkTopology"):
+        assert theirs["spec"].get(key) == ours["spec"].get(key), key
+    assert amounts(theirs["spec"].get("minResources")) == amounts(ours["spec"].get("minResources"))
+    (their_owner,) = theirs["metadata"]["ownerReferences"]
+    (our_owner,) = ours["metadata"]["ownerReferences"]
+    for key in ("apiVersion", "kind", "name", "uid", "controller"):
+        assert their_owner.get(key) == our_owner.get(key), key

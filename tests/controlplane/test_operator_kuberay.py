@@ -13,14 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from stromboli.core.api.crds import build_crds
-from stromboli.core.api.quantity import parse_quantity
 from stromboli.core.devcluster import ControlPlane
 from stromboli.core.devcluster.client import KubeHTTP
 from stromboli.core.devcluster.controlplane import free_port
@@ -32,6 +30,8 @@ from .operators import (
     TASK,
     OperatorProcess,
     Pool,
+    amounts,
+    assert_same_gang,
     bound,
     install_crds,
     make_namespace,
@@ -146,24 +146,6 @@ def ray_cluster(name: str, namespace: str, pool: Pool, workers: int) -> dict[str
         },
         "spec": cluster_spec(pool, workers),
     }
-
-
-def amounts(resources: dict[str, Any] | None) -> dict[str, Fraction]:
-    """Resource lists compared by value (``3`` and ``3000m`` are one amount)."""
-    return {name: parse_quantity(q) for name, q in (resources or {}).items()}
-
-
-def assert_same_gang(theirs: dict[str, Any], ours: dict[str, Any] | None) -> None:
-    """The operator's PodGroup and our conversion agree on every field Volcano schedules by."""
-    assert ours is not None, "our conversion made no PodGroup of that name"
-    assert theirs["metadata"]["name"] == ours["metadata"]["name"]
-    for key in ("minMember", "queue", "priorityClassName", "networkTopology"):
-        assert theirs["spec"].get(key) == ours["spec"].get(key), key
-    assert amounts(theirs["spec"].get("minResources")) == amounts(ours["spec"].get("minResources"))
-    (their_owner,) = theirs["metadata"]["ownerReferences"]
-    (our_owner,) = ours["metadata"]["ownerReferences"]
-    for key in ("apiVersion", "kind", "name", "uid", "controller"):
-        assert their_owner.get(key) == our_owner.get(key), key
 
 
 def test_a_raycluster_waits_whole_then_binds_whole(ray: Ray) -> None:
