@@ -49,6 +49,7 @@ MAX_SHAPES = "fragmentation.maxShapes"
 MAX_NODE_SCORE = 100.0
 #: The most shapes a mix may keep, whatever the argument says (each costs every score).
 SHAPES_LIMIT = 256
+TIE_BREAK = 1e-9
 
 
 def pod_shape(task: TaskInfo, request: DeviceRequest | str | None) -> PodShape:
@@ -268,7 +269,11 @@ class FragmentationPlugin(Plugin):
     def node_order(self, task: TaskInfo, positions: np.ndarray) -> np.ndarray:
         if self._cards() is None or not positions.shape[0]:
             return np.zeros(positions.shape[0])
-        added = self.added(task, np.asarray(positions, dtype=np.intp))
+        positions = np.asarray(positions, dtype=np.intp)
+        added = self.added(task, positions)
+        # Between nodes that fragment alike, the one with less free GPU left (best fit):
+        # genuine differences are multiples of 1/(pods counted), far above this.
+        added = added + TIE_BREAK * self.free[positions].sum(axis=1)
         finite = np.isfinite(added)
         if not finite.any():
             return np.zeros(positions.shape[0])
