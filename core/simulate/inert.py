@@ -21,6 +21,7 @@ from typing import Final
 
 from stromboli.core.api import constants as k
 from stromboli.core.api.registry import KindInfo, kind_info
+from stromboli.integrations.kinds import FRAMEWORK_KINDS, framework_kind
 
 #: Group -> the versions the API server serves, for the kinds in :data:`_BUILTIN`.
 _VERSIONS: Final[dict[str, tuple[str, ...]]] = {
@@ -136,15 +137,23 @@ ACTED_ON: Final[frozenset[tuple[str, str]]] = frozenset(
         (k.FLOW_V1ALPHA1, "JobFlow"),
         (k.FLOW_V1ALPHA1, "JobTemplate"),
         (k.TOPOLOGY_V1ALPHA1, "HyperNode"),
+        # The framework adapters make every converted kind's PodGroup; Trainer's runtimes
+        # are read by its TrainJobs.
+        *((info.api_version, info.kind) for info in FRAMEWORK_KINDS),
     }
 )
 """Kinds the simulator's scheduler, admission or emulated controllers read."""
 
 
 def simulator_kind(api_version: str, kind: str) -> KindInfo | None:
-    """How the simulator's store serves ``kind``: Stromboli's table, then Kubernetes' other
-    built-in kinds; None for a kind no API server would serve."""
-    return kind_info(api_version, kind) or BUILTIN_KINDS.get((api_version, kind))
+    """How the simulator's store serves ``kind``: Stromboli's table, Kubernetes' other
+    built-in kinds, then the framework CRDs (all installed); None for a kind no API server
+    would serve."""
+    return (
+        kind_info(api_version, kind)
+        or BUILTIN_KINDS.get((api_version, kind))
+        or framework_kind(api_version, kind)
+    )
 
 
 def is_inert(api_version: str, kind: str) -> bool:
@@ -152,10 +161,11 @@ def is_inert(api_version: str, kind: str) -> bool:
     return (api_version, kind) not in ACTED_ON and simulator_kind(api_version, kind) is not None
 
 
-def inert_warnings(kinds: Iterable[tuple[str, str]]) -> list[str]:
-    """One line per inert kind among ``kinds`` (the input's, one entry per object), in
-    first-seen order, saying how many objects of it were stored."""
-    counts = Counter(ak for ak in kinds if is_inert(*ak))
+def inert_warnings(kinds: Iterable[tuple[object, str]]) -> list[str]:
+    """One line per inert kind among ``kinds`` (the input's (apiVersion, kind), one entry per
+    object), in first-seen order, saying how many objects of it were stored."""
+    named = ((str(api_version or ""), kind) for api_version, kind in kinds)
+    counts = Counter(ak for ak in named if is_inert(*ak))
     lines = []
     for (api_version, kind), count in counts.items():
         noun = "object" if count == 1 else "objects"

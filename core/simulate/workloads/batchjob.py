@@ -195,7 +195,8 @@ class BatchJobController(OwnerController):
         indexes: list[int | None] = [None] * wanted
         if indexed and completions is not None:
             busy = done_indexes | {i for p in active if (i := completion_index(p)) is not None}
-            indexes = [i for i in range(completions) if i not in busy][:wanted]
+            free: list[int | None] = [i for i in range(completions) if i not in busy]
+            indexes = free[:wanted]
         made = []
         for index in indexes:
             created = await self.create_pod(job, self._pod(job, index))

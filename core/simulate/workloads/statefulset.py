@@ -70,8 +70,8 @@ class StatefulSetController(OwnerController):
                     f"delete Pod {pod['metadata']['name']} in StatefulSet {name} successful",
                 )
         for number in range(want):
-            pod = pods.get(number)
-            if pod is None:
+            existing = pods.get(number)
+            if existing is None:
                 await self._claims(sts, number)
                 created = await self.create_pod(sts, self._pod(sts, number, revision))
                 if created is None:
@@ -79,7 +79,7 @@ class StatefulSetController(OwnerController):
                 pods[number] = created
                 if not parallel:
                     break
-            elif not parallel and not is_ready(pod):
+            elif not parallel and not is_ready(existing):
                 break
         extra = sorted((n for n in pods if n >= want), reverse=True)
         for number in extra if parallel else extra[:1]:
