@@ -12,9 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stromboli.core.clock import VirtualClock
+from stromboli.core.cluster.memory import MemoryStore
 from stromboli.core.scheduler.builtins import register_builtins
 from stromboli.core.scheduler.conf import ConfigError, ConfigSource, parse_config, read_config
 from stromboli.core.scheduler.framework.plugin import PLUGINS
+from stromboli.core.scheduler.server import SchedulerOptions, SchedulerServer
 from stromboli.core.scheduler.volcanoconf import VOLCANO_ONLY_PLUGINS
 
 from .builders import Cluster, conf, node, pod, podgroup
@@ -248,3 +251,49 @@ async def test_a_scheduler_with_an_unknown_plugin_still_schedules(tmp_path: Path
     await c.run(3)
     assert await c.node_of("g-0") == "n1"
     assert await c.node_of("g-1") == "n1"
+
+
+# -- the scheduler process: metric and events, again on each new version ------------------------
+
+
+async def test_server_reports_skipped_names_as_events_and_metric_per_version(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "volcano-scheduler.conf"
+    write(path, VOLCANO_CONF, 1000)
+    store = MemoryStore(VirtualClock(1000.0))
+    server = SchedulerServer(
+        store,
+        SchedulerOptions(
+            scheduler_conf=str(path),
+            listen_address="",
+            healthz_address="",
+            config_map=("volcano-system", "volcano-scheduler-configmap"),
+        ),
+    )
+    await server.report_config()
+    events = (await store.list("v1", "Event", "volcano-system")).items
+    reasons = sorted((e["reason"], e["type"]) for e in events)
+    assert reasons == [("UnknownConfiguration", "Warning")] * 3 + [("UnknownPlugin", "Warning")] * 2
+    assert {e["involvedObject"]["name"] for e in events} == {"volcano-scheduler-configmap"}
+    assert "uid" not in events[0]["involvedObject"]  # no such ConfigMap here: by name only
+    text = server.metrics.exposition().decode()
+    assert 'stromboli_scheduler_config_skipped{key="",owner="usage",volcano="true"} 1.0' in text
+    # A fixed version clears the metric and posts nothing new.
+    write(path, conf("allocate", ["gang"]), 2000)
+    server.config.current()
+    await server.report_config()
+    assert "stromboli_scheduler_config_skipped{" not in server.metrics.exposition().decode()
+    assert len((await store.list("v1", "Event", "volcano-system")).items) == len(events)
+
+
+async def test_server_without_a_config_map_still_exports_the_metric(tmp_path: Path) -> None:
+    path = tmp_path / "s.conf"
+    write(path, conf("allocate", ["gang", "rescheduling"]), 1000)
+    store = MemoryStore(VirtualClock(1000.0))
+    server = SchedulerServer(
+        store, SchedulerOptions(scheduler_conf=str(path), listen_address="", healthz_address="")
+    )
+    await server.report_config()
+    assert not (await store.list("v1", "Event")).items
+    assert 'owner="rescheduling"' in server.metrics.exposition().decode()
