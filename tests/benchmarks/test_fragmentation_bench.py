@@ -1,0 +1,91 @@
+"""The openb benchmark's machinery on small traces of the same format that this test writes:
+the paper's arrival protocol, the allocation curve, the published figures read back, and a
+crafted trace where binpacking strands whole GPUs that the fragmentation policy keeps."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+import fragmentation_bench as bench  # noqa: E402
+
+NODE_HEADER = "sn,cpu_milli,memory_mib,gpu,model"
+POD_HEADER = (
+    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+    "deletion_time,scheduled_time"
+)
+#: Nodes of 4, 4 and 1 GPUs; whole pods of 2 and 1 GPUs with shared pods between them.
+#: Binpacking puts the first half-GPU pod beside the 1-GPU pod on a 4-GPU node and then has
+#: no two idle cards for the last 2-GPU pod; keeping the mix's whole pods in mind places the
+#: shared pods where they break no pair of cards.
+CRAFTED_NODES = [("n0", 4), ("n1", 4), ("n2", 1)]
+CRAFTED_PODS = [(2, 1000), (1, 1000), (1, 1000), (1, 500), (2, 1000), (2, 1000), (1, 500),
+                (1, 600), (1, 500)]  # fmt: skip
+
+
+def write_trace(folder: Path, nodes: list[tuple[str, int]], pods: list[tuple[int, int]]) -> None:
+    lines = [NODE_HEADER] + [f"{name},64000,262144,{gpus},T4" for name, gpus in nodes]
+    (folder / bench.NODE_FILE).write_text("\n".join(lines) + "\n")
+    rows = [POD_HEADER]
+    for i, (number, milli) in enumerate(pods):
+        rows.append(f"p{i},1000,1024,{number},{milli},,LS,Running,{i},{i + 100},{i}")
+    (folder / "openb_pod_list_default.csv").write_text("\n".join(rows) + "\n")
+
+
+def placed_gpus(nodes: list[bench.TraceNode], pods: list[bench.TracePod], policy: str) -> float:
+    result = bench.replay(nodes, pods, bench.POLICIES[policy])
+    return sum(p.gpu_demand for p, ok in zip(pods, result.placed, strict=True) if ok)
+
+
+def test_the_fragmentation_policy_allocates_what_binpack_strands(tmp_path: Path) -> None:
+    write_trace(tmp_path, CRAFTED_NODES, CRAFTED_PODS)
+    nodes = bench.read_nodes(tmp_path / bench.NODE_FILE)
+    pods = bench.read_pods(tmp_path / "openb_pod_list_default.csv")
+    ours = placed_gpus(nodes, pods, "ours")
+    assert ours == pytest.approx(9.0)  # every GPU of the cluster
+    for policy in ("deviceshare-binpack", "binpack"):
+        assert ours > placed_gpus(nodes, pods, policy) + 0.5
+
+
+def test_arrivals_follow_the_trace_then_resample_to_the_tuned_demand() -> None:
+    pods = [bench.TracePod(f"p{i}", 1000, 1024, 1, 500) for i in range(4)]
+    sequence = bench.arrivals(pods, capacity=4.0, seed=7, tune=1.3)
+    assert sequence[:4] == pods
+    demand = sum(p.gpu_demand for p in sequence)
+    assert 5.2 <= demand < 5.2 + 0.5
+    assert all(p in pods for p in sequence[4:])
+    assert bench.arrivals(pods, 4.0, 7, 1.3) == sequence  # the seed decides
+
+
+def test_the_curve_counts_what_was_placed_by_arrived_demand() -> None:
+    pods = [bench.TracePod(f"p{i}", 1000, 1024, 1, 1000) for i in range(4)]
+    curve = bench.curve(pods, [True, False, True, True], capacity=4.0, points=(25, 50, 100))
+    assert curve == {25: 25.0, 50: 25.0, 100: 75.0}
+
+
+def test_the_published_figures_are_averaged_per_policy(tmp_path: Path) -> None:
+    header = "workload,sc_policy,tune,seed,total_gpus," + ",".join(str(i) for i in range(131))
+    rows = [header]
+    for seed, value in ((42, 90.0), (43, 92.0)):
+        cells = ",".join(str(value) for _ in range(131))
+        rows.append(f"openb_pod_list_default,06-FGD,1.3,{seed},6212,{cells}")
+    rows.append("openb_pod_list_multigpu50,06-FGD,1.3,42,6212," + ",".join("1" for _ in range(131)))
+    path = tmp_path / bench.EXPECTED_FILE
+    path.write_text("\n".join(rows) + "\n")
+    figures = bench.expected(path, "openb_pod_list_default", (100,))
+    assert figures == {"FGD": {100: 91.0}}
+
+
+def test_a_gpu_spec_becomes_the_use_gputype_annotation() -> None:
+    group, pod = bench.pod_objects(3, bench.TracePod("x", 1000, 1024, 1, 250, "V100M16|T4"))
+    notes = pod["metadata"]["annotations"]
+    assert notes["nvidia.com/use-gputype"] == "V100M16,T4"
+    requests = pod["spec"]["containers"][0]["resources"]["requests"]
+    assert requests["volcano.sh/vgpu-memory-percentage"] == "25"
+    assert requests["volcano.sh/vgpu-cores"] == "25"
+    assert group["metadata"]["name"] == pod["metadata"]["name"]
