@@ -36,6 +36,7 @@ from stromboli.core.simulate.admission import Admission
 from stromboli.core.simulate.inert import inert_warnings, simulator_kind
 from stromboli.core.simulate.lifecycle import PodLifecycle
 from stromboli.core.simulate.loader import SimObject, SimulationInputError
+from stromboli.core.simulate.operators import OperatorEmulation
 from stromboli.core.simulate.timeline import Sample, sample
 from stromboli.core.simulate.workloads import DEFAULT_MAX_PODS, WorkloadControllers
 
@@ -165,6 +166,8 @@ class Simulation:
             mutate_job=self._count_cron_job,
             max_pods=max_workload_pods,
         )
+        # The framework operators (training operator, KubeRay, Spark, JobSet) and our adapters.
+        self.operators = OperatorEmulation(self.store, self.clock, self._create_pod)
         self.max_time = max_time
         self.on_progress = on_progress
         #: Fed every cycle, as ``stromboli scheduler`` feeds the one it serves.
@@ -229,6 +232,7 @@ class Simulation:
     async def _step_controllers(self) -> int:
         changed = await self.cronjobs.step()
         changed += await self.workloads.step()
+        changed += await self.operators.step()
         changed += await self._suspend_capped_cronjobs()
         changed += await self.jobflows.step()
         return changed + await self.controller.step()
@@ -325,6 +329,7 @@ class Simulation:
         await self.cronjobs.start()
         await self.jobflows.start()
         await self.workloads.start()
+        await self.operators.start()
         next_arrival = 0
         while True:
             now = self.clock.seconds
@@ -375,7 +380,7 @@ class Simulation:
                 break
             self.clock.set(target)
         result.end_time = self.clock.seconds
-        result.notes = [*self.notes, *self.workloads.notes]
+        result.notes = [*self.notes, *self.workloads.notes, *self.operators.notes]
         result.rejections = list(self.rejections)
         result.warnings = inert_warnings((o.obj.get("apiVersion"), o.kind) for o in self.arrivals)
         result.timeline = [s for s in result.timeline]

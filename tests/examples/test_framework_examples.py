@@ -1,0 +1,186 @@
+"""examples/frameworks/*.yaml through `stromboli simulate`: the emulated operators make the
+pods their real counterparts make, in the PodGroups the adapters compute, at the moments the
+operators would; each test checks what the example's header comment says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from stromboli.core.cli import main
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "frameworks"
+GROUP = "scheduling.k8s.io/group-name"
+TASK = "volcano.sh/task-spec"
+
+
+def simulate(*paths: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    result = CliRunner().invoke(main, ["simulate", *map(str, paths), "--output", "json"])
+    assert result.exit_code == 0, result.output
+    by_kind: dict[str, dict[str, dict[str, Any]]] = {}
+    for obj in orjson.loads(result.stdout)["items"]:
+        by_kind.setdefault(obj["kind"], {})[obj["metadata"]["name"]] = obj
+    return by_kind
+
+
+def seconds(stamp: str) -> int:
+    hours, minutes, secs = stamp.removeprefix("1970-01-01T").removesuffix("Z").split(":")
+    return int(hours) * 3600 + int(minutes) * 60 + int(secs)
+
+
+def gang(state: dict, prefix: str) -> dict[str, dict[str, Any]]:
+    return {n: p for n, p in state["Pod"].items() if n.startswith(prefix)}
+
+
+def roles(pods: dict[str, dict[str, Any]]) -> dict[str, tuple[str, str]]:
+    return {
+        n: (p["metadata"]["annotations"][GROUP], p["metadata"]["annotations"][TASK])
+        for n, p in pods.items()
+    }
+
+
+def test_pytorchjob_pods_exist_only_once_their_group_is_admitted() -> None:
+    state = simulate(EXAMPLES / "pytorchjob.yaml")
+    group = state["PodGroup"]["train"]
+    assert group["spec"]["minMember"] == 4
+    assert group["spec"]["minResources"] == {"cpu": "8", "memory": "8Gi"}
+    assert group["metadata"]["ownerReferences"][0]["kind"] == "PyTorchJob"
+    train = gang(state, "train-")
+    assert roles(train) == {
+        "train-master-0": ("train", "master"),
+        "train-worker-0": ("train", "worker"),
+        "train-worker-1": ("train", "worker"),
+        "train-worker-2": ("train", "worker"),
+    }
+    labels = train["train-worker-2"]["metadata"]["labels"]
+    assert labels["training.kubeflow.org/replica-type"] == "worker"
+    assert labels["training.kubeflow.org/replica-index"] == "2"
+    assert train["train-master-0"]["metadata"]["labels"]["training.kubeflow.org/job-role"] == (
+        "master"
+    )
+    ends = [seconds(p["status"]["startTime"]) + 60 for p in train.values()]
+    evaluation = gang(state, "eval-")
+    assert set(evaluation) == {"eval-master-0", "eval-worker-0"}
+    # Submitted at 10s, but no pod made until the group was admitted, after train ended.
+    created = {seconds(p["metadata"]["creationTimestamp"]) for p in evaluation.values()}
+    assert min(created) >= max(ends)
+    assert len({p["status"]["startTime"] for p in evaluation.values()}) == 1  # whole
+    assert all(p["status"]["phase"] == "Succeeded" for p in state["Pod"].values())
+
+
+def test_rayjob_is_one_gang_and_its_submitter_follows_the_cluster() -> None:
+    state = simulate(EXAMPLES / "rayjob.yaml")
+    group = state["PodGroup"]["ray-pi-pg"]
+    assert group["spec"]["minMember"] == 3
+    assert group["spec"]["minResources"]["cpu"] == "6500m"
+    pods = state["Pod"]
+    assert roles(pods) == {
+        "pi-raycluster-head": ("ray-pi-pg", "headgroup"),
+        "pi-raycluster-small-worker-0": ("ray-pi-pg", "small"),
+        "pi-raycluster-small-worker-1": ("ray-pi-pg", "small"),
+        "pi-submitter": ("ray-pi-pg", "submittergroup"),
+    }
+    assert pods["pi-raycluster-head"]["metadata"]["labels"]["ray.io/node-type"] == "head"
+    cluster_start = max(
+        seconds(p["status"]["startTime"]) for n, p in pods.items() if "raycluster" in n
+    )
+    assert seconds(pods["pi-submitter"]["metadata"]["creationTimestamp"]) >= cluster_start
+    assert pods["pi-submitter"]["status"]["phase"] == "Succeeded"
+
+
+def test_spark_driver_makes_its_executors_once_it_runs() -> None:
+    state = simulate(EXAMPLES / "sparkapplication.yaml")
+    group = state["PodGroup"]["spark-pi-pg"]
+    assert group["spec"]["minMember"] == 1
+    assert group["spec"]["minResources"] == {"cpu": "3", "memory": "1536Mi"}
+    pods = state["Pod"]
+    driver = pods["pi-driver"]
+    assert driver["spec"]["containers"][0]["resources"]["requests"] == {
+        "cpu": "1",
+        "memory": "896Mi",
+    }
+    assert roles(pods) == {
+        "pi-driver": ("spark-pi-pg", "driver"),
+        "pi-exec-1": ("spark-pi-pg", "executor"),
+        "pi-exec-2": ("spark-pi-pg", "executor"),
+    }
+    for name in ("pi-exec-1", "pi-exec-2"):
+        [owner] = pods[name]["metadata"]["ownerReferences"]
+        assert (owner["kind"], owner["name"]) == ("Pod", "pi-driver")
+        created = seconds(pods[name]["metadata"]["creationTimestamp"])
+        assert created >= seconds(driver["status"]["startTime"])
+        assert pods[name]["metadata"]["labels"]["spark-role"] == "executor"
+
+
+def test_mpijob_launcher_and_workers_start_together() -> None:
+    state = simulate(EXAMPLES / "mpijob.yaml")
+    assert state["PodGroup"]["allreduce"]["spec"]["minMember"] == 3
+    pods = state["Pod"]
+    assert roles(pods) == {
+        "allreduce-launcher": ("allreduce", "launcher"),
+        "allreduce-worker-0": ("allreduce", "worker"),
+        "allreduce-worker-1": ("allreduce", "worker"),
+    }
+    assert len({p["status"]["startTime"] for p in pods.values()}) == 1
+    assert pods["allreduce-launcher"]["status"]["phase"] == "Succeeded"
+
+
+def test_jobset_is_one_gang_with_a_role_per_replicated_job() -> None:
+    state = simulate(EXAMPLES / "jobset.yaml")
+    group = state["PodGroup"]["js"]
+    assert group["spec"]["minMember"] == 5
+    assert group["spec"]["minResources"] == {"cpu": "5", "memory": "5Gi"}
+    assert roles(state["Pod"]) == {
+        "js-driver-0": ("js", "driver"),
+        **{f"js-workers-{i}": ("js", "workers") for i in range(4)},
+    }
+
+
+BAD = """
+apiVersion: v1
+kind: Node
+metadata: {name: n}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
+---
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: bad}
+spec:
+  pytorchReplicaSpecs:
+    Chief: {replicas: 1, template: {spec: {containers: [{name: c, image: i}]}}}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: wf}
+spec:
+  entrypoint: main
+  templates: [{name: main, container: {image: busybox, resources: {requests: {cpu: "1"}}}}]
+"""
+
+
+def test_a_bad_framework_object_gets_its_warning_and_no_pods(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(BAD)
+    result = CliRunner().invoke(main, ["simulate", str(path), "--output", "json"])
+    assert result.exit_code == 0, result.output
+    items = orjson.loads(result.stdout)["items"]
+    events = [e for e in items if e["kind"] == "Event" and e["reason"] == "PodGroupError"]
+    [event] = events
+    assert event["involvedObject"]["name"] == "bad"
+    assert "spec.pytorchReplicaSpecs.Chief" in event["message"]
+    assert not [o for o in items if o["kind"] == "Pod"]
+    # The Workflow's PodGroup is made; its pods are not emulated, and the report says so.
+    assert [o["metadata"]["name"] for o in items if o["kind"] == "PodGroup"] == ["argo-wf-pg"]
+    report = CliRunner().invoke(main, ["simulate", str(path)])
+    assert "Workflow (argoproj.io/v1alpha1): the simulator makes its PodGroup" in report.output
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.glob("*.yaml")))
+def test_every_framework_example_runs_every_pod(example: str) -> None:
+    state = simulate(EXAMPLES / example)
+    assert state["PodGroup"], example
+    assert all(p["spec"].get("nodeName") for p in state["Pod"].values()), example
