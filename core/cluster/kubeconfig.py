@@ -251,7 +251,7 @@ class KubeConfig:
                     loader = KubeConfigLoader(
                         config_dict=merged, active_context=current, config_base_path=None
                     )
-                except ConfigException as err:
+                except (ConfigException, TypeError, AttributeError, KeyError) as err:
                     raise KubeConfigError(f"{where}: {err}") from None
                 config._set_auth_provider(loader, user, user_where)
         return config
@@ -267,13 +267,13 @@ class KubeConfig:
         if token is not None and not isinstance(token, str):
             raise KubeConfigError(f"{where}: token must be a string")
         self.token = token or None
-        token_file = user.get("tokenFile")
+        token_file = _string(user, "tokenFile", where)
         if token_file and not self.token:
-            self.token_file = _resolve(base, str(token_file))
-            if not self.token_file.is_file():
+            self.token_file = _resolve(base, token_file)
+            if not _is_file(self.token_file):
                 raise KubeConfigError(f"{where}: tokenFile {self.token_file} does not exist")
-        self.username = user.get("username") or None
-        self.password = user.get("password") or None
+        self.username = _string(user, "username", where)
+        self.password = _string(user, "password", where)
         exec_section = user.get("exec")
         if exec_section:
             ca = self.ca_data
@@ -472,6 +472,22 @@ def _body(node: Any, key: str, where: str) -> Mapping[str, Any]:
     return body
 
 
+def _string(section: Mapping[str, Any], key: str, where: str) -> str | None:
+    value = section.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise KubeConfigError(f"{where}: {key} must be a string")
+    return value
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name too long, or not valid for the file system
+        return False
+
+
 def _resolve(base: Path, value: str) -> Path:
     """Relative paths in a kubeconfig are relative to the file, as kubectl reads them."""
     path = Path(value).expanduser()
@@ -486,11 +502,13 @@ def _data_or_file(section: Mapping[str, Any], key: str, base: Path, where: str) 
 
     data = section.get(f"{key}-data")
     if data:
+        if not isinstance(data, str):
+            raise KubeConfigError(f"{where}: {key}-data must be a base64 string")
         try:
             return base64.b64decode(data, validate=True)
-        except (binascii.Error, ValueError, TypeError):
+        except (binascii.Error, ValueError):
             raise KubeConfigError(f"{where}: {key}-data is not valid base64") from None
-    if not section.get(key):
+    if _string(section, key, where) is None:
         return None
     try:
         encoded = FileOrData(dict(section), key, file_base_path=str(base)).as_data()

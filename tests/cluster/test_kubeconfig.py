@@ -377,7 +377,9 @@ yaml_values = st.recursive(
 )
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     st.dictionaries(
         st.sampled_from(["clusters", "users", "contexts", "current-context", "kind"]),
@@ -391,3 +393,24 @@ def test_any_document_loads_or_is_a_kubeconfig_error(tmp_path: Path, doc: dict[s
         KubeConfig.load(path)
     except KubeConfigError as err:
         assert str(err)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.dictionaries(
+        st.sampled_from(["exec", "auth-provider", "token", "tokenFile", "client-certificate-data"]),
+        yaml_values,
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_any_user_section_loads_or_is_a_kubeconfig_error(
+    tmp_path: Path, user: dict[str, Any]
+) -> None:
+    try:
+        loaded = KubeConfig.load(simple(tmp_path, user))
+        loaded.auth_headers()
+    except KubeConfigError as err:
+        assert "user 'u'" in str(err) or str(tmp_path) in str(err)
