@@ -1,0 +1,170 @@
+"""Decision throughput of GPU gang jobs under a 3-tier HyperNode tree.
+
+Default input: 5,000 nodes of 8 GPUs (``nvidia.com/gpu``, 96 cpu, 768Gi), racks of 16 nodes
+(tier 1), spines of 10 racks (tier 2), zones of 8 spines (tier 3); 1,000 gang PodGroups of 8
+pods of one GPU each, each with ``networkTopology`` hard within tier 1 (a rack), so every gang
+must find one rack that holds it whole. Volcano's default configuration with
+``network-topology-aware``. Prints pods placed per second of scheduling time (snapshot and
+actions; loading and store writes excluded), the cycles, and the load average (the machine is
+shared).
+
+Run: .venv/bin/python benchmarks/gpu_topology_bench.py [--nodes N] [--jobs J] [--size S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from stromboli.core.simulate.engine import Simulation
+from stromboli.core.simulate.loader import load
+
+CONFIG = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+  - name: network-topology-aware
+"""
+RACK, SPINE, ZONE = 16, 10, 8
+
+
+def workload(nodes: int, jobs: int, size: int) -> str:
+    docs: list[str] = []
+    for i in range(nodes):
+        docs.append(
+            f"""apiVersion: v1
+kind: Node
+metadata: {{name: gpu-{i}, labels: {{bench.dev/rack: rack-{i // RACK}, nvidia.com/gpu.product: A100}}}}
+status: {{allocatable: {{cpu: "96", memory: 768Gi, pods: "110", nvidia.com/gpu: "8"}}}}"""
+        )
+    racks = -(-nodes // RACK)
+    for r in range(racks):
+        docs.append(
+            f"""apiVersion: topology.volcano.sh/v1alpha1
+kind: HyperNode
+metadata: {{name: rack-{r}}}
+spec:
+  tier: 1
+  tierName: rack
+  members:
+  - {{type: Node, selector: {{labelMatch: {{matchLabels: {{bench.dev/rack: rack-{r}}}}}}}}}"""
+        )
+    spines = -(-racks // SPINE)
+    for s in range(spines):
+        members = "\n".join(
+            f"  - {{type: HyperNode, selector: {{exactMatch: {{name: rack-{r}}}}}}}"
+            for r in range(s * SPINE, min(racks, (s + 1) * SPINE))
+        )
+        docs.append(
+            f"""apiVersion: topology.volcano.sh/v1alpha1
+kind: HyperNode
+metadata: {{name: spine-{s}}}
+spec:
+  tier: 2
+  tierName: spine
+  members:
+{members}"""
+        )
+    for z in range(-(-spines // ZONE)):
+        members = "\n".join(
+            f"  - {{type: HyperNode, selector: {{exactMatch: {{name: spine-{s}}}}}}}"
+            for s in range(z * ZONE, min(spines, (z + 1) * ZONE))
+        )
+        docs.append(
+            f"""apiVersion: topology.volcano.sh/v1alpha1
+kind: HyperNode
+metadata: {{name: zone-{z}}}
+spec:
+  tier: 3
+  tierName: zone
+  members:
+{members}"""
+        )
+    for j in range(jobs):
+        docs.append(
+            f"""apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {{name: train-{j}, namespace: default}}
+spec:
+  minMember: {size}
+  queue: default
+  networkTopology: {{mode: hard, highestTierAllowed: 1}}"""
+        )
+        for p in range(size):
+            docs.append(
+                f"""apiVersion: v1
+kind: Pod
+metadata:
+  name: train-{j}-{p}
+  namespace: default
+  annotations: {{scheduling.k8s.io/group-name: train-{j}}}
+spec:
+  schedulerName: volcano
+  containers:
+  - name: main
+    image: trainer
+    resources:
+      requests: {{cpu: "8", memory: 64Gi, nvidia.com/gpu: "1"}}
+      limits: {{nvidia.com/gpu: "1"}}"""
+            )
+    return "\n---\n".join(docs) + "\n"
+
+
+async def run(path: Path, conf: Path) -> dict:
+    started = time.perf_counter()
+    objects = load([path])
+    loaded = time.perf_counter() - started
+    result = await Simulation(objects, scheduler_conf=conf).run()
+    return {
+        "load_s": loaded,
+        "pods_bound": result.pods_bound,
+        "decision_s": result.decision_seconds,
+        "cycles": result.cycles,
+        "busiest_cycle": max(result.cycle_figures, key=lambda f: f[1]),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--jobs", type=int, default=1000)
+    parser.add_argument("--size", type=int, default=8)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "gpu-topology.yaml"
+        path.write_text(workload(args.nodes, args.jobs, args.size))
+        conf = Path(folder) / "conf.yaml"
+        conf.write_text(CONFIG)
+        figures = asyncio.run(run(path, conf))
+    bound, seconds = figures["pods_bound"], figures["decision_s"]
+    load = os.getloadavg()
+    print(
+        f"{args.nodes} nodes x 8 GPUs, 3-tier HyperNodes, {args.jobs} gangs of {args.size}: "
+        f"{bound} pods bound in {figures['cycles']} cycles"
+    )
+    print(
+        f"decision throughput: {bound / seconds if seconds else 0:.0f} pods/s "
+        f"({seconds:.2f} s scheduling; loading {figures['load_s']:.1f} s); busiest cycle "
+        f"{figures['busiest_cycle'][0]:.2f} s for {figures['busiest_cycle'][1]} pods; "
+        f"load average {load[0]:.2f} {load[1]:.2f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
