@@ -49,7 +49,9 @@ def workload(nodes: int, jobs: int, size: int) -> str:
         docs.append(
             f"""apiVersion: v1
 kind: Node
-metadata: {{name: gpu-{i}, labels: {{bench.dev/rack: rack-{i // RACK}, nvidia.com/gpu.product: A100}}}}
+metadata:
+  name: gpu-{i}
+  labels: {{bench.dev/rack: rack-{i // RACK}, nvidia.com/gpu.product: A100}}
 status: {{allocatable: {{cpu: "96", memory: 768Gi, pods: "110", nvidia.com/gpu: "8"}}}}"""
         )
     racks = -(-nodes // RACK)
