@@ -159,6 +159,14 @@ metadata: {name: wf}
 spec:
   entrypoint: main
   templates: [{name: main, container: {image: busybox, resources: {requests: {cpu: "1"}}}}]
+---
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {name: lws}
+spec:
+  leaderWorkerTemplate:
+    size: 2
+    workerTemplate: {spec: {containers: [{name: c, image: i}]}}
 """
 
 
@@ -172,11 +180,46 @@ def test_a_bad_framework_object_gets_its_warning_and_no_pods(tmp_path: Path) -> 
     [event] = events
     assert event["involvedObject"]["name"] == "bad"
     assert "spec.pytorchReplicaSpecs.Chief" in event["message"]
-    assert not [o for o in items if o["kind"] == "Pod"]
-    # The Workflow's PodGroup is made; its pods are not emulated, and the report says so.
+    pods = {o["metadata"]["name"]: o for o in items if o["kind"] == "Pod"}
+    # The workflow next to it runs: one pod, in the workflow's one gang.
+    [pod] = pods.values()
+    assert pod["metadata"]["annotations"][GROUP] == "argo-wf-pg"
+    assert pod["metadata"]["annotations"]["workflows.argoproj.io/node-name"] == "wf"
+    assert pod["spec"].get("nodeName")
     assert [o["metadata"]["name"] for o in items if o["kind"] == "PodGroup"] == ["argo-wf-pg"]
+    # LeaderWorkerSet's controller is not emulated, and the report says so.
     report = CliRunner().invoke(main, ["simulate", str(path)])
-    assert "Workflow (argoproj.io/v1alpha1): the simulator makes its PodGroup" in report.output
+    assert "LeaderWorkerSet (leaderworkerset.x-k8s.io/v1): its operator is not emulated" in (
+        report.output
+    )
+
+
+def test_workflow_steps_run_in_order_and_each_fan_out_is_a_gang() -> None:
+    state = simulate(EXAMPLES / "workflow.yaml")
+    pods = {
+        p["metadata"]["annotations"]["workflows.argoproj.io/node-name"]: p
+        for p in state["Pod"].values()
+    }
+    assert set(pods) == {
+        "etl[0].prep",
+        "etl[1].train(0:a)",
+        "etl[1].train(1:b)",
+        "etl[1].train(2:c)",
+        "etl[2].report",
+    }
+    train = [pods[f"etl[1].train({i})"] for i in ("0:a", "1:b", "2:c")]
+    [group] = {p["metadata"]["annotations"][GROUP] for p in train}
+    assert state["PodGroup"][group]["spec"]["minMember"] == 3
+    assert len({p["status"]["startTime"] for p in train}) == 1  # together
+    starts = [
+        seconds(pods[n]["status"]["startTime"])
+        for n in ("etl[0].prep", "etl[1].train(0:a)", "etl[2].report")
+    ]
+    assert starts == [0, 10, 30]  # one step after another (10s, then 20s)
+    for pod in pods.values():
+        assert pod["metadata"]["name"].startswith("etl-")
+        assert pod["metadata"]["labels"]["workflows.argoproj.io/workflow"] == "etl"
+        assert pod["metadata"]["annotations"]["scheduling.volcano.sh/queue-name"] == "default"
 
 
 @pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.glob("*.yaml")))

@@ -6,7 +6,7 @@ namespace served) make each framework object's PodGroup exactly as on a cluster;
 operator's pods are made as its code makes them (:mod:`.frameworks`): names, labels, owner,
 the role's template, with the group and role the conversion gives, and at the moment the
 operator would (the training operator waits for its PodGroup to be ``Inqueue``; Spark's
-executors wait for the driver to run; the MPI launcher for its workers). The pods then pass
+executors wait for the driver to run; Argo runs a workflow's steps in order). The pods then pass
 the simulator's admission like any other. Pods are made once; a failed pod is not replaced.
 """
 
@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from stromboli.core.clock import Clock
+from stromboli.core.cluster.errors import AlreadyExistsError
 from stromboli.core.cluster.store import ClusterStore
 from stromboli.core.events import EventRecorder
 from stromboli.core.simulate.operators.frameworks import PLANNERS
@@ -43,6 +44,7 @@ class OperatorEmulation:
         )
         self.notes: list[str] = []
         self._noted: set[str] = set()
+        self._made_groups: set[tuple[str, str]] = set()
         self.pods_made = 0
 
     async def start(self) -> None:
@@ -62,8 +64,8 @@ class OperatorEmulation:
             if planner is None:
                 self._note(
                     kind,
-                    f"{kind} ({api_version}): the simulator makes its PodGroup "
-                    "but not the pods its operator would",
+                    f"{kind} ({api_version}): its operator is not emulated; the adapter's "
+                    "PodGroup is made, no pods",
                 )
                 continue
             conversion = self.adapters.conversion_of(key)
@@ -81,6 +83,9 @@ class OperatorEmulation:
                 continue
             have = {p["metadata"]["name"] for p in owned}
             for pod in wanted:
+                if pod.get("kind") == "PodGroup":  # a gang an operator makes as it goes
+                    written += await self._podgroup(pod)
+                    continue
                 if pod["metadata"]["name"] in have:
                     continue
                 created = await self.create_pod(pod)
@@ -89,6 +94,17 @@ class OperatorEmulation:
                 self.pods_made += 1
                 written += 1
         return written
+
+    async def _podgroup(self, group: dict[str, Any]) -> int:
+        ns, name = group["metadata"]["namespace"], group["metadata"]["name"]
+        if self.adapters.podgroup(ns, name) is not None or (ns, name) in self._made_groups:
+            return 0
+        self._made_groups.add((ns, name))
+        try:
+            await self.store.create(group)
+        except AlreadyExistsError:
+            return 0
+        return 1
 
     def next_wakeup(self) -> float | None:
         return None  # the operators act on changes only

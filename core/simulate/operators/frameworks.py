@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from stromboli.core.api import constants as k
+from stromboli.core.simulate.operators.argo import argo_workflow
 from stromboli.core.simulate.operators.pods import owned_pod, phase_of
 from stromboli.integrations.common import Conversion, mapping, read_meta, sequence
 from stromboli.integrations.jobset.convert import (
@@ -268,4 +269,5 @@ PLANNERS: dict[tuple[str, str], Planner] = {
     ("ray.io/v1", "RayJob"): kuberay_job,
     ("sparkoperator.k8s.io/v1beta2", "SparkApplication"): spark_operator,
     ("jobset.x-k8s.io/v1alpha2", "JobSet"): jobset_controller,
+    ("argoproj.io/v1alpha1", "Workflow"): argo_workflow,
 }
