@@ -293,7 +293,7 @@ def explain_command(
     elif kind == "queue":
         _explain_queue(ssn, name, output)
     else:
-        _explain_job(ssn, kind, namespace, name, state.vcjob, limit, output)
+        _explain_job(ssn, state, kind, namespace, name, limit, output)
 
 
 def _explain_pod(ssn: Session, namespace: str, name: str, limit: int, output: str) -> None:
@@ -326,31 +326,40 @@ def _explain_queue(ssn: Session, name: str, output: str) -> None:
 
 def _explain_job(
     ssn: Session,
+    state: State,
     kind: str,
     namespace: str,
     name: str,
-    vcjob: dict | None,
     limit: int,
     output: str,
 ) -> None:
-    from stromboli.core.scheduler.explain_job import explain_job, find_podgroup, find_vcjob
+    from stromboli.core.scheduler.explain_job import (
+        explain_job,
+        explain_unqueued,
+        find_podgroup,
+        find_unqueued,
+        find_vcjob,
+    )
 
     job = find_vcjob(ssn, namespace, name) if kind == "job" else find_podgroup(ssn, namespace, name)
-    if job is None:
-        if kind == "job" and vcjob is not None:
-            phase = ((vcjob.get("status") or {}).get("state") or {}).get("phase") or "Pending"
-            sentence = (
-                f"job {namespace}/{name} ({phase}) has no PodGroup the scheduler follows: the job "
-                "controller creates it (is the controller running?), or the job has finished"
-            )
-            _emit([f"Why: {sentence}"], {"job": f"{namespace}/{name}", "reason": sentence}, output)
-            return
+    if job is not None:
+        result = explain_job(ssn, job)
+    elif (unqueued := find_unqueued(state.scheduler.cache, kind, namespace, name)) is not None:
+        result = explain_unqueued(unqueued)
+    elif kind == "job" and state.vcjob is not None:
+        phase = ((state.vcjob.get("status") or {}).get("state") or {}).get("phase") or "Pending"
+        sentence = (
+            f"job {namespace}/{name} ({phase}) has no PodGroup the scheduler follows: the job "
+            "controller creates it (is the controller running?), or the job has finished"
+        )
+        _emit([f"Why: {sentence}"], {"job": f"{namespace}/{name}", "reason": sentence}, output)
+        return
+    else:
         what = "vcjob" if kind == "job" else "podgroup"
         raise click.ClickException(
             f"{what} {namespace}/{name} does not exist"
             + (" (or belongs to another scheduler)" if kind == "podgroup" else "")
         )
-    result = explain_job(ssn, job)
     document = result.as_dict()
     if kind == "job":
         document["job"] = f"{namespace}/{name}"

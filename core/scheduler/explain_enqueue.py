@@ -11,6 +11,7 @@ job's service level (``sla``), or an ``extender``.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import timedelta
 from fractions import Fraction
@@ -134,8 +135,26 @@ def queue_capability_sentence(ssn: Session, job: JobInfo, plugin: str) -> str:
     return f"{text}, within {bound} of {amounts_text(_only(limit, names))}"
 
 
-def overcommit_sentence(ssn: Session, job: JobInfo) -> str:
-    """The cluster's total inflated by the factor, what is used and admitted, and the job."""
+def admitted_needs(ssn: Session) -> Resource:
+    """What admitted jobs still need, as ``overcommit`` counts it when the session opens:
+    Inqueue jobs' ``minResources`` and Running jobs' shortfall from it (gated pods left out)."""
+    inqueue = Resource()
+    for other in ssn.jobs.values():
+        if other.min_resources is None:
+            continue
+        if other.phase == "Inqueue":
+            inqueue.add(without_gated(other, other.min_resources))
+        elif other.phase == "Running":
+            inqueue.add(without_gated(other, other.min_resources - other.allocated))
+    return inqueue
+
+
+def overcommit_sentence(ssn: Session, job: JobInfo, inqueue: Resource | None = None) -> str:
+    """The cluster's total inflated by the factor, what is used and admitted, and the job.
+
+    ``inqueue`` is what admitted jobs still need (:func:`admitted_needs`, plus what a replay
+    admitted since); computed here when not given.
+    """
     plugin = ssn.plugins.get("overcommit")
     factor = _DEFAULT_OVERCOMMIT_FACTOR
     if plugin is not None:
@@ -146,14 +165,8 @@ def overcommit_sentence(ssn: Session, job: JobInfo) -> str:
     names = _requested_names(minimum)
     total = ssn.total_resource
     used = ssn.nodes.index.resource(ssn.nodes.used.sum(axis=0))
-    inqueue = Resource()
-    for other in ssn.jobs.values():
-        if other is job or other.min_resources is None:
-            continue
-        if other.phase == "Inqueue":
-            inqueue.add(without_gated(other, other.min_resources))
-        elif other.phase == "Running":
-            inqueue.add(without_gated(other, other.min_resources - other.allocated))
+    if inqueue is None:
+        inqueue = admitted_needs(ssn)
     idle = {n: max(total.get(n) * factor - used.get(n), 0.0) for n in names}
     wanted = {n: inqueue.get(n) + minimum.get(n) for n in names}
     over = {n: wanted[n] - idle[n] for n in names if wanted[n] > idle[n] + EPSILON}
@@ -230,11 +243,13 @@ def sla_sentence(ssn: Session, job: JobInfo, admitted_when_overdue: bool) -> str
     )
 
 
-def _gate_sentence(ssn: Session, job: JobInfo, plugin: str, vote: int, message: str) -> str:
+def _gate_sentence(
+    ssn: Session, job: JobInfo, plugin: str, vote: int, message: str, inqueue: Resource | None
+) -> str:
     if plugin in _QUEUE_PLUGINS:
         return queue_capability_sentence(ssn, job, plugin)
     if plugin == "overcommit":
-        return overcommit_sentence(ssn, job)
+        return overcommit_sentence(ssn, job, inqueue)
     if plugin == "resourcequota":
         return resourcequota_sentence(ssn, job)
     if message:
@@ -257,8 +272,9 @@ def _decide(votes: list[tuple[int, int]]) -> bool:
     return True
 
 
-def votes_for(ssn: Session, job: JobInfo) -> EnqueueVerdict:
-    """Every ``jobEnqueueable`` vote on ``job`` now, each as a :class:`Gate`."""
+def votes_for(ssn: Session, job: JobInfo, inqueue: Resource | None = None) -> EnqueueVerdict:
+    """Every ``jobEnqueueable`` vote on ``job`` now, each as a :class:`Gate` (``inqueue``:
+    what admitted jobs still need, for the ``overcommit`` sentence)."""
     queue = ssn.queues.get(job.queue)
     if queue is None:
         gate = Gate(QUEUE_CLOSED, "", "holds", f"queue {job.queue} does not exist")
@@ -290,7 +306,7 @@ def votes_for(ssn: Session, job: JobInfo) -> EnqueueVerdict:
         verdict = "holds" if vote < 0 else ("admits" if vote > 0 else "abstains")
         if vote == 0 and plugin not in _GATE_OF_PLUGIN:
             continue
-        sentence = _gate_sentence(ssn, job, plugin, vote, "; ".join(messages))
+        sentence = _gate_sentence(ssn, job, plugin, vote, "; ".join(messages), inqueue)
         gates.append(Gate(_GATE_OF_PLUGIN.get(plugin, plugin), plugin, verdict, sentence, tier))
     admitted = _decide(recorded) and queue.is_open()
     if sla_at is not None:
@@ -305,27 +321,53 @@ def votes_for(ssn: Session, job: JobInfo) -> EnqueueVerdict:
     return EnqueueVerdict(admitted, gates)
 
 
-def enqueue_verdict(ssn: Session, target: JobInfo) -> EnqueueVerdict:
-    """Replay enqueue up to ``target`` (the jobs ahead of it admitted in order), then vote.
+_NO_ENQUEUE = "no enqueue action is configured: allocate admits it"
+
+
+def enqueue_verdicts(
+    ssn: Session, wanted: Collection[str] | None = None, stop_at: JobInfo | None = None
+) -> dict[str, EnqueueVerdict]:
+    """Replay the enqueue action once over the session and give the verdict of each Pending
+    job in ``wanted`` (by uid; every Pending job when None) at the moment enqueue reaches it,
+    the jobs ahead of it admitted in order, as the next cycle would. Stops after ``stop_at``.
 
     Without an ``enqueue`` action, allocate admits Pending jobs itself, and no gate holds.
     """
+    pending_jobs = [
+        j for j in ssn.jobs.values() if j.is_pending() and (wanted is None or j.uid in wanted)
+    ]
     if "enqueue" not in ssn.config.actions:
-        return EnqueueVerdict(True, [], "no enqueue action is configured: allocate admits it")
+        return {j.uid: EnqueueVerdict(True, [], _NO_ENQUEUE) for j in pending_jobs}
+    needs = admitted_needs(ssn) if "overcommit" in ssn.plugins else None
     pending = QueueJobs(ssn)
     for job in ssn.jobs.values():
         if job.is_pending() and job.queue in ssn.queues:
             pending.add(job)
-    if target.queue in ssn.queues:
-        while (popped := pending.pop_next()) is not None:
-            queue, job = popped
-            if job is target:
-                break
-            if job.min_resources is None or ssn.job_enqueueable(job):
-                ssn.job_enqueued(job)
-                mark_inqueue(ssn, job.uid)
-            pending.requeue(queue)
+    verdicts: dict[str, EnqueueVerdict] = {}
     before = len(ssn.job_events)
-    verdict = votes_for(ssn, target)
+    while (popped := pending.pop_next()) is not None:
+        queue, job = popped
+        if wanted is None or job.uid in wanted:
+            verdicts[job.uid] = votes_for(ssn, job, needs)
+            if job is stop_at:
+                break
+        if job.min_resources is None or ssn.job_enqueueable(job):
+            ssn.job_enqueued(job)
+            mark_inqueue(ssn, job.uid)
+            if needs is not None and job.min_resources is not None:
+                needs.add(job.min_resources)
+        pending.requeue(queue)
+    for job in pending_jobs:  # a queue that does not exist: enqueue never reaches the job
+        if job.uid not in verdicts and job.queue not in ssn.queues:
+            verdicts[job.uid] = votes_for(ssn, job, needs)
     del ssn.job_events[before:]
+    return verdicts
+
+
+def enqueue_verdict(ssn: Session, target: JobInfo) -> EnqueueVerdict:
+    """The verdict on one Pending job: enqueue replayed up to it (see :func:`enqueue_verdicts`)."""
+    verdicts = enqueue_verdicts(ssn, {target.uid}, stop_at=target)
+    verdict = verdicts.get(target.uid)
+    if verdict is None:  # not Pending (any more): nothing at enqueue holds it
+        return EnqueueVerdict(True, [], "it is no longer Pending")
     return verdict

@@ -23,6 +23,8 @@ from stromboli.core.scheduler.explain import Explanation, explain
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.util.placement import requested_columns
 
+#: Pods the trial places at most: enough for any answer, bounded for a huge gang.
+MAX_TRIAL_PLACEMENTS = 2000
 _PLURAL_VERBS = {"need ": "needs ", "have ": "has ", "are ": "is "}
 
 
@@ -45,6 +47,8 @@ class GangFit:
     placed: list[tuple[str, str]] = field(default_factory=list)
     #: What the pods that fit nowhere lack (a plural clause) → their names.
     lacks: dict[str, list[str]] = field(default_factory=dict)
+    #: Pending pods left out once the trial had placed ``MAX_TRIAL_PLACEMENTS``.
+    untried: int = 0
 
     @property
     def fit(self) -> int:
@@ -56,6 +60,8 @@ class GangFit:
 
     def sentence(self) -> str:
         head = f"{self.fit}/{self.needed} members fit"
+        if self.untried:
+            head += f" ({self.untried} more not tried: the trial stops at {MAX_TRIAL_PLACEMENTS})"
         if not self.lacks:
             return head
         rest = "; ".join(_agree(len(pods), lack) for lack, pods in self.lacks.items())
@@ -130,17 +136,22 @@ def gang_fit(ssn: Session, job: JobInfo) -> GangFit:
     queue = ssn.queues.get(job.queue)
     statement = ssn.statement()
     try:
+        failed: dict[str, str] = {}
         for task in ssn.sorted_tasks(job.tasks_with(TaskStatus.PENDING)):
-            clause = _refusal(ssn, task)
+            if len(fit.placed) >= MAX_TRIAL_PLACEMENTS:
+                fit.untried += 1
+                continue
+            # Room only shrinks during the trial: a shape that fit nowhere still fits nowhere.
+            clause = _refusal(ssn, task) or failed.get(task.shape)
             if clause is None:
                 result = explain(ssn, task)
                 feasible = result.feasible()
                 if not feasible:
-                    clause = lack_clause(ssn, task, result)
+                    clause = failed[task.shape] = lack_clause(ssn, task, result)
                 elif queue is not None and not ssn.allocatable(queue, task):
                     # Checked before nodes by allocate; said only when a node has room, since
                     # a queue entitled to the whole cluster is then not what holds the pod.
-                    clause = queue_room_clause(ssn, queue, task)
+                    clause = failed[task.shape] = queue_room_clause(ssn, queue, task)
                 else:
                     statement.allocate(task, feasible[0].node)
                     fit.placed.append((task.name, feasible[0].node))

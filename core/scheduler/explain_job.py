@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from stromboli.core.api import constants as k
 from stromboli.core.scheduler.api.job import JobInfo
 from stromboli.core.scheduler.api.status import TaskStatus
+from stromboli.core.scheduler.cache import SchedulerCache
 from stromboli.core.scheduler.explain_enqueue import EnqueueVerdict, enqueue_verdict
 from stromboli.core.scheduler.explain_gang import GangFit, gang_fit, pods_text
 from stromboli.core.scheduler.framework.session import Session
@@ -90,6 +91,27 @@ def find_vcjob(ssn: Session, namespace: str, name: str) -> JobInfo | None:
     return None
 
 
+def find_unqueued(cache: SchedulerCache, kind: str, namespace: str, name: str) -> JobInfo | None:
+    """A PodGroup (``kind`` ``podgroup``) or a vcjob's PodGroup (``job``) that the cache holds
+    but no session sees, because its queue does not exist."""
+    for job_id, entry in cache.jobs.items():
+        job = entry.built if entry.built is not None else cache.job_info(job_id, entry)
+        if job is None or job.namespace != namespace or job.queue in cache.queues:
+            continue
+        if (kind == "podgroup" and job.name == name) or (kind == "job" and owner_name(job) == name):
+            return job
+    return None
+
+
+def explain_unqueued(job: JobInfo) -> JobExplanation:
+    """Why a job whose queue does not exist waits."""
+    sentence = (
+        f"queue {job.queue} does not exist: the scheduler leaves the job aside until the queue "
+        "is created"
+    )
+    return JobExplanation(job, ENQUEUE, sentence)
+
+
 def _last_condition(job: JobInfo) -> str | None:
     conditions = (job.podgroup.get("status") or {}).get("conditions") or ()
     for condition in reversed(conditions):
@@ -100,15 +122,19 @@ def _last_condition(job: JobInfo) -> str | None:
     return None
 
 
-def explain_job(ssn: Session, job: JobInfo) -> JobExplanation:
-    """Why ``job`` waits now (or that it does not)."""
+def explain_job(
+    ssn: Session, job: JobInfo, verdict: EnqueueVerdict | None = None
+) -> JobExplanation:
+    """Why ``job`` waits now (or that it does not). ``verdict``: the job's enqueue verdict
+    when a replay over many jobs already gave it (see ``enqueue_verdicts``)."""
     notes: list[str] = []
     condition = _last_condition(job)
     if condition:
         notes.append(condition)
     queue = ssn.queues.get(job.queue)
     if job.is_pending():
-        verdict = enqueue_verdict(ssn, job)
+        if verdict is None:
+            verdict = enqueue_verdict(ssn, job)
         if verdict.admitted:
             sentence = f"PodGroup is Pending, but {verdict.sentence()}"
         else:

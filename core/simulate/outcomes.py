@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 from stromboli.core.api import constants as k
 from stromboli.core.scheduler.cache import WATCHED_KINDS, SchedulerCache
-from stromboli.core.scheduler.explain_job import explain_job, find_podgroup
+from stromboli.core.scheduler.explain_enqueue import enqueue_verdicts
+from stromboli.core.scheduler.explain_job import explain_job, explain_unqueued, find_unqueued
 from stromboli.core.scheduler.framework.outcome import EvictionRecord
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.simulate.engine import SimulationResult
@@ -74,10 +75,9 @@ def _items(final: dict, kind: str) -> Iterable[dict]:
     return (o for o in final.get("items") or () if o.get("kind") == kind)
 
 
-def final_session(result: SimulationResult, final: dict) -> Session:
-    """A session over the final state, as the next cycle would open it (nothing written)."""
-    scheduler = result.scheduler
-    cache = SchedulerCache(tuple(scheduler.cache.scheduler_names))
+def final_cache(result: SimulationResult, final: dict) -> SchedulerCache:
+    """The scheduler's cache rebuilt from the final state (every object as it ended)."""
+    cache = SchedulerCache(tuple(result.scheduler.cache.scheduler_names))
     watched = set(WATCHED_KINDS)
     for obj in final.get("items") or ():
         kind = (obj.get("apiVersion", ""), obj.get("kind", ""))
@@ -87,6 +87,12 @@ def final_session(result: SimulationResult, final: dict) -> Session:
             cache.apply(kind, "ADDED", obj)
         except ValueError as err:  # the run quarantined it too; the report goes on without it
             log.warning("report: %s left out of the final session: %s", kind[1], err)
+    return cache
+
+
+def final_session(result: SimulationResult, cache: SchedulerCache) -> Session:
+    """A session over the final state, as the next cycle would open it (nothing written)."""
+    scheduler = result.scheduler
     ssn = Session(cache.snapshot(), scheduler.config.current(), scheduler.clock.now())
     ssn.open()
     return ssn
@@ -97,15 +103,23 @@ def waiting_jobs(result: SimulationResult, final: dict, jobs: list[JobFigures]) 
     unstarted = [j for j in jobs if j.start is None and j.state not in ENDED]
     if not unstarted:
         return []
-    ssn = final_session(result, final)
+    cache = final_cache(result, final)
+    ssn = final_session(result, cache)
+    by_name = {(j.namespace, j.name): j for j in ssn.jobs.values()}
+    found = [by_name[key] for f in unstarted if (key := (f.namespace, f.name)) in by_name]
+    # One replay of enqueue gives every Pending job its verdict, each in queue order.
+    verdicts = enqueue_verdicts(ssn, {j.uid for j in found if j.is_pending()})
     out: list[WaitingJob] = []
     for job in unstarted:
-        info = find_podgroup(ssn, job.namespace, job.name)
-        if info is None:
+        info = by_name.get((job.namespace, job.name))
+        if info is not None:
+            explanation = explain_job(ssn, info, verdicts.get(info.uid))
+        elif (unqueued := find_unqueued(cache, "podgroup", job.namespace, job.name)) is not None:
+            explanation = explain_unqueued(unqueued)
+        else:
             reason = "no PodGroup the scheduler follows (another scheduler's, or not yet made)"
             out.append(WaitingJob(job.label, job.queue, "", reason))
             continue
-        explanation = explain_job(ssn, info)
         out.append(WaitingJob(job.label, job.queue, explanation.stage, explanation.sentence))
     return out
 

@@ -16,6 +16,7 @@ from stromboli.core.scheduler.explain_enqueue import (
     SLA,
     EnqueueVerdict,
     enqueue_verdict,
+    enqueue_verdicts,
 )
 from stromboli.core.scheduler.explain_job import ENQUEUE, explain_job, find_podgroup
 from stromboli.core.scheduler.framework.session import Session
@@ -235,3 +236,20 @@ def test_capacity_plugin_gate_reads_the_same_way() -> None:
     assert held.gate == QUEUE_CAPABILITY and held.plugin == "capacity"
     assert "queue q holds 8 cpu" in held.sentence
     assert "over its capability of 10 cpu by 2 cpu" in held.sentence
+
+
+def test_one_replay_gives_every_pending_job_its_verdict_in_queue_order() -> None:
+    ssn = make_session(
+        [
+            node("n1", cpu="64"),
+            queue("q", capability={"cpu": "10"}),
+            *(
+                podgroup(f"j{i}", 1, queue="q", min_resources={"cpu": "4"}, created=timestamp(i))
+                for i in range(4)
+            ),
+        ]
+    )
+    verdicts = enqueue_verdicts(ssn)
+    by_name = {ssn.jobs[uid].name: v for uid, v in verdicts.items()}
+    assert [by_name[f"j{i}"].admitted for i in range(4)] == [True, True, False, False]
+    assert "has admitted 8 cpu more not yet running" in by_name["j2"].holding()[0].sentence

@@ -174,3 +174,52 @@ def test_a_vcjob_is_found_through_its_podgroups_owner() -> None:
     assert job is not None and job.name == "train-1234"
     assert find_vcjob(ssn, "default", "train-1234") is None
     assert find_vcjob(ssn, "other", "train") is None
+
+
+def test_one_shape_that_fits_nowhere_is_judged_once_and_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import stromboli.core.scheduler.explain_gang as explain_gang
+
+    calls: list[str] = []
+    real = explain_gang.explain
+
+    def counting(ssn: Session, task):  # type: ignore[no-untyped-def]
+        calls.append(task.name)
+        return real(ssn, task)
+
+    monkeypatch.setattr(explain_gang, "explain", counting)
+    ssn = make_session([node("n1", cpu="8"), *gang("wide", 50, "3")])
+    result = explained(ssn, "wide")
+    assert result.sentence.startswith("gang short of room: 2/50 members fit; 48 need 1 cpu more")
+    assert len(calls) == 3  # two placed, one judged for the 48 of the same shape
+
+
+def test_a_huge_gang_stops_the_trial_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    import stromboli.core.scheduler.explain_gang as explain_gang
+
+    monkeypatch.setattr(explain_gang, "MAX_TRIAL_PLACEMENTS", 5)
+    ssn = make_session([node("n1", cpu="64"), *gang("huge", 20, "1")])
+    result = explained(ssn, "huge")
+    assert result.gang is not None and result.gang.untried == 15
+    assert result.sentence.startswith(
+        "gang short of room: 5/20 members fit (15 more not tried: the trial stops at 5)"
+    )
+
+
+def test_a_podgroup_whose_queue_does_not_exist_is_found_and_explained() -> None:
+    from stromboli.core.scheduler.explain_job import explain_unqueued, find_unqueued
+
+    from .builders import make_cache
+
+    cache = make_cache(
+        [node("n1"), podgroup("lost", 1, queue="nowhere"), pod("lost-0", group="lost")]
+    )
+    assert "default/lost" not in cache.snapshot().jobs  # no session sees it
+    job = find_unqueued(cache, "podgroup", "default", "lost")
+    assert job is not None and job.queue == "nowhere"
+    assert find_unqueued(cache, "podgroup", "default", "other") is None
+    assert find_unqueued(cache, "job", "default", "lost") is None  # no vcjob owns it
+    result = explain_unqueued(job)
+    assert result.stage == "enqueue"
+    assert result.sentence.startswith("queue nowhere does not exist")
