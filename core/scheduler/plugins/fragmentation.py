@@ -153,8 +153,8 @@ class FragmentationPlugin(Plugin):
                     self.card_types[position, column] = kind
         kinds: dict[tuple[int, str], int] = {(0, ""): 0}
         self.card_kind = np.zeros((count, width), dtype=np.int64)
-        for (position, column), memory in np.ndenumerate(self.card_memory):
-            key = (int(memory), str(self.card_types[position, column]))
+        for (position, column), size in np.ndenumerate(self.card_memory):
+            key = (int(size), str(self.card_types[position, column]))
             self.card_kind[position, column] = kinds.setdefault(key, len(kinds))
         self._seen_versions = np.full((2, count), -1, dtype=np.int64)
         self.before = np.zeros(count)
