@@ -504,3 +504,45 @@ async def test_zero_replicas_make_nothing(tmp_path: Path, kind: str) -> None:
     ).replace("{app: db}", "{app: web}")
     _, state = await simulate(tmp_path, text)
     assert not of_kind(state, "Pod")
+
+
+# --- hostile input: no single object stalls or exhausts the run ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        DEPLOYMENT.format(
+            annotations="{}", replicas=10**12, template=template(labels="{app: web}")
+        ),
+        STATEFULSET.format(
+            replicas=10**12,
+            policy="\n  podManagementPolicy: Parallel",
+            template=template(labels="{app: db}"),
+        ),
+        batch_job(f"\n  completions: {10**12}\n  parallelism: {10**12}", runtime="1s"),
+        batch_job(
+            f"\n  completions: {10**12}\n  parallelism: {10**12}\n  completionMode: Indexed",
+            runtime="1s",
+        ),
+    ],
+    ids=["deployment", "statefulset", "job", "indexed-job"],
+)
+async def test_a_huge_workload_makes_what_the_cap_allows(tmp_path: Path, text: str) -> None:
+    result, state = await simulate(tmp_path, text, max_workload_pods=5, max_time=600)
+    assert len(of_kind(state, "Pod")) == 5
+    assert len(result.notes) == 1 and "stopped creating pods after 5" in result.notes[0]
+
+
+async def test_an_absurd_max_surge_is_no_surge(tmp_path: Path) -> None:
+    text = DEPLOYMENT.format(
+        annotations="{}", replicas=2, template=template(labels="{app: web}")
+    ).replace(
+        "spec:\n  replicas",
+        'spec:\n  strategy: {rollingUpdate: {maxSurge: "1e400%"}}\n  replicas',
+        1,
+    )
+    _, state = await simulate(tmp_path, text)
+    [rs] = of_kind(state, "ReplicaSet")
+    assert rs["metadata"]["annotations"]["deployment.kubernetes.io/max-replicas"] == "2"
+    assert len(of_kind(state, "Pod")) == 2

@@ -17,6 +17,7 @@ and creates none.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Final
 
 from stromboli.core.api import constants as k
@@ -130,7 +131,7 @@ class BatchJobController(OwnerController):
                 self.wake_at(key, self.clock.monotonic() + started + deadline - now.timestamp())
         if ending is None:
             if indexed and completions is not None:
-                complete = done_indexes >= set(range(completions))
+                complete = sum(1 for i in done_indexes if i < completions) >= completions
             elif completions is not None:
                 complete = len(succeeded) >= completions
             else:
@@ -182,6 +183,9 @@ class BatchJobController(OwnerController):
             wanted = 0 if succeeded else parallelism - len(active)
         else:
             wanted = min(parallelism, completions - len(succeeded)) - len(active)
+        # Never more than the pods this Job may still make: a Job of a billion completions
+        # costs what the cap allows, not a billion-entry list.
+        wanted = min(wanted, self.pods_left(job) + 1)
         if wanted <= 0:
             return []
         if failed:
@@ -195,8 +199,8 @@ class BatchJobController(OwnerController):
         indexes: list[int | None] = [None] * wanted
         if indexed and completions is not None:
             busy = done_indexes | {i for p in active if (i := completion_index(p)) is not None}
-            free: list[int | None] = [i for i in range(completions) if i not in busy]
-            indexes = free[:wanted]
+            free = (i for i in range(completions) if i not in busy)
+            indexes = list(itertools.islice(free, wanted))
         made = []
         for index in indexes:
             created = await self.create_pod(job, self._pod(job, index))

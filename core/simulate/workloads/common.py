@@ -255,6 +255,10 @@ class OwnerController(Reconciler[Key]):
             )
         return True
 
+    def pods_left(self, owner: Mapping[str, Any]) -> int:
+        """How many more pods ``owner`` may create."""
+        return max(self.max_pods - self._made.get(owner["metadata"].get("uid", ""), 0), 0)
+
     async def create_pod(
         self, owner: Mapping[str, Any], pod: dict[str, Any]
     ) -> dict[str, Any] | None:

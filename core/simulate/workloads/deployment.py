@@ -41,10 +41,10 @@ def max_surge(spec: dict[str, Any], want: int) -> int:
     value = (strategy.get("rollingUpdate") or {}).get("maxSurge", "25%")
     if isinstance(value, str) and value.endswith("%"):
         try:
-            return math.ceil(want * float(value[:-1]) / 100)
-        except ValueError:
+            return max(math.ceil(want * float(value[:-1]) / 100), 0)
+        except (ValueError, OverflowError):  # not a number, or 1e400%: no surge to show
             return 0
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    return max(value, 0) if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 class DeploymentController(OwnerController):
