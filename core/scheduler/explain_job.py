@@ -132,7 +132,7 @@ def explain_job(
     if condition:
         notes.append(condition)
     queue = ssn.queues.get(job.queue)
-    if job.is_pending():
+    if verdict is not None or job.is_pending():  # a replay may have admitted it since
         if verdict is None:
             verdict = enqueue_verdict(ssn, job)
         if verdict.admitted:

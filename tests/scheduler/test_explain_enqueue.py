@@ -253,3 +253,21 @@ def test_one_replay_gives_every_pending_job_its_verdict_in_queue_order() -> None
     by_name = {ssn.jobs[uid].name: v for uid, v in verdicts.items()}
     assert [by_name[f"j{i}"].admitted for i in range(4)] == [True, True, False, False]
     assert "has admitted 8 cpu more not yet running" in by_name["j2"].holding()[0].sentence
+
+
+def test_a_job_the_replay_admitted_is_still_explained_at_enqueue() -> None:
+    ssn = make_session(
+        [
+            node("n1", cpu="64"),
+            podgroup("a", 1, min_resources={"cpu": "1"}, created=timestamp(1)),
+            podgroup("b", 1, min_resources={"cpu": "1"}, created=timestamp(2)),
+        ]
+    )
+    verdicts = enqueue_verdicts(ssn)
+    job = find_podgroup(ssn, "default", "a")
+    assert job is not None and job.phase == "Inqueue"  # admitted within the session's copy
+    result = explain_job(ssn, job, verdicts[job.uid])
+    assert result.stage == ENQUEUE
+    assert result.sentence == (
+        "PodGroup is Pending, but every gate admits it: the next enqueue moves it to Inqueue"
+    )
