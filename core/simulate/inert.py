@@ -156,6 +156,13 @@ def simulator_kind(api_version: str, kind: str) -> KindInfo | None:
     )
 
 
+def served_versions(kind: str) -> list[str]:
+    """The apiVersions under which the simulator serves one of Kubernetes' other built-in
+    ``kind``s (for the error on a version no API server serves any more, such as
+    ``rbac.authorization.k8s.io/v1beta1``)."""
+    return sorted(api_version for api_version, name in BUILTIN_KINDS if name == kind)
+
+
 def is_inert(api_version: str, kind: str) -> bool:
     """Whether the simulator stores ``kind`` without anything acting on it."""
     return (api_version, kind) not in ACTED_ON and simulator_kind(api_version, kind) is not None

@@ -22,7 +22,7 @@ from stromboli.core.api.models import KubeObject
 from stromboli.core.api.registry import InvalidObjectError, field_path, kind_info
 from stromboli.core.api.yamlbounds import MAX_FILE_BYTES, YamlBoundsError, load_documents
 from stromboli.core.simulate.admission import check_schema
-from stromboli.core.simulate.inert import simulator_kind
+from stromboli.core.simulate.inert import served_versions, simulator_kind
 
 
 class SimulationInputError(ValueError):
@@ -152,7 +152,18 @@ def _checked(doc: dict[str, Any], where: str) -> dict[str, Any]:
         except ValidationError as err:
             details = "; ".join(f"{field_path(e['loc'])}: {e['msg']}" for e in err.errors())
             raise InvalidObjectError(f"{where}: {kind}: {details}") from None
-    return check_schema(doc, where)
+    try:
+        return check_schema(doc, where)
+    except InvalidObjectError as err:
+        served = served_versions(kind) if isinstance(kind, str) else []
+        if served and not err.problems:
+            raise InvalidObjectError(
+                f"{err} (Kubernetes serves it as {', '.join(served)})",
+                where=err.where,
+                kind=err.kind,
+                name=err.name,
+            ) from None
+        raise
 
 
 def _check_exit_code(obj: dict, where: str, name: str) -> None:

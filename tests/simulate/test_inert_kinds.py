@@ -181,3 +181,16 @@ def test_one_warning_per_inert_kind_counting_its_objects(kinds: list[tuple[str, 
     for line, ak in zip(lines, dict.fromkeys(inert), strict=True):
         count = inert.count(ak)
         assert line.startswith(f"{ak[1]} ({ak[0]}): {count} object")
+
+
+def test_a_version_kubernetes_no_longer_serves_names_the_one_it_does(tmp_path: Path) -> None:
+    text = (
+        NODE + "---\napiVersion: rbac.authorization.k8s.io/v1beta1\nkind: ClusterRoleBinding\n"
+        "metadata: {name: admin}\n"
+    )
+    result = run(tmp_path, text)
+    assert result.exit_code == 1
+    assert result.output.rstrip().endswith(
+        "kind ClusterRoleBinding of apiVersion rbac.authorization.k8s.io/v1beta1 is not "
+        "supported (Kubernetes serves it as rbac.authorization.k8s.io/v1)"
+    )
