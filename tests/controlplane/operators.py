@@ -11,7 +11,9 @@ shared cluster's nodes.
 
 from __future__ import annotations
 
+import base64
 import os
+import shutil
 import subprocess
 import time
 import uuid
@@ -25,12 +27,16 @@ import pytest
 from stromboli.core.api.quantity import parse_quantity
 from stromboli.core.devcluster import ControlPlane
 from stromboli.core.devcluster.client import KubeAPIError, KubeHTTP
+from stromboli.core.devcluster.controlplane import free_port
 from stromboli.core.devcluster.operators import OperatorBuild, OperatorBuildError, build_operator
 
 POOL_KEY = "stromboli.dev/test-pool"
 GROUP = "scheduling.k8s.io/group-name"
 TASK = "volcano.sh/task-spec"
 PODGROUPS = "/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups"
+TRAINING_VWC = "validator.training-operator.kubeflow.org"
+#: Where the training-operator reads its webhook certificate (pkg/cert/cert.go: fixed).
+TRAINING_CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")
 
 
 def operator_build(name: str, log_dir: Path) -> OperatorBuild:
@@ -94,6 +100,74 @@ class OperatorProcess:
         )
 
 
+def start_training_operator(
+    cp: ControlPlane, build: OperatorBuild, log_dir: Path, *flags: str
+) -> tuple[OperatorProcess, Callable[[], None]]:
+    """The training-operator running, and what stops it and removes what it needed.
+
+    It serves validating webhooks with certificates from cert-controller's rotator, which
+    needs its Secret and a ValidatingWebhookConfiguration to exist (made here, the
+    configuration with no webhooks, so the API server never calls the operator) and, before
+    any controller starts, the certificate in a fixed folder, which a kubelet would mount
+    from the Secret: :func:`_mount_webhook_certs` plays that part. The webhook server's
+    address cannot be chosen, only its port (a free one); metrics and probes are on 127.0.0.1.
+    """
+    client = cp.client
+    home = make_namespace(client, f"kubeflow-{free_port()}")
+    client.post(
+        f"/api/v1/namespaces/{home}/secrets",
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "training-operator-webhook-cert"},
+        },
+    )
+    vwc = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": TRAINING_VWC},
+        "webhooks": [],
+    }
+    cp.apply_manifests(vwc)
+    shutil.rmtree(TRAINING_CERT_DIR, ignore_errors=True)  # a former run's certificate
+    args = [
+        *flags,
+        f"--metrics-bind-address=127.0.0.1:{free_port()}",
+        f"--health-probe-bind-address=127.0.0.1:{free_port()}",
+        f"--webhook-server-port={free_port()}",
+        "--enable-scheme=pytorchjob",
+    ]
+    log = log_dir / "training-operator.log"
+    operator = OperatorProcess(build, cp, log, args, {"MY_POD_NAMESPACE": home}).start()
+
+    def stop() -> None:
+        operator.stop()
+        client.delete(f"/api/v1/namespaces/{home}")
+        client.delete(
+            f"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/{TRAINING_VWC}"
+        )
+
+    try:
+        _mount_webhook_certs(client, home, operator)
+    except BaseException:
+        stop()
+        raise
+    return operator, stop
+
+
+def _mount_webhook_certs(client: KubeHTTP, home: str, operator: OperatorProcess) -> None:
+    path = f"/api/v1/namespaces/{home}/secrets/training-operator-webhook-cert"
+    data = wait_until(
+        "cert-controller filling the webhook Secret",
+        lambda: (client.get(path).get("data") or {}).get("tls.key") and client.get(path)["data"],
+        alive=[operator.check_alive],
+        logs=operator.tail,
+    )
+    TRAINING_CERT_DIR.mkdir(parents=True, exist_ok=True)
+    for name in ("tls.key", "tls.crt"):  # the key first: the rotator waits for tls.crt
+        (TRAINING_CERT_DIR / name).write_bytes(base64.b64decode(data[name]))
+
+
 class Pool:
     """kwok nodes labelled and tainted ``stromboli.dev/test-pool=<name>``: only pods that
     tolerate the taint land there, and pods that select the label land nowhere else."""
@@ -127,11 +201,7 @@ class Pool:
 
     def remove(self) -> None:
         for node in self.nodes:
-            try:
-                self.cp.client.delete(f"/api/v1/nodes/{node}")
-            except KubeAPIError as err:
-                if err.status != 404:
-                    raise
+            self.cp.client.delete(f"/api/v1/nodes/{node}")
 
 
 def make_namespace(client: KubeHTTP, name: str, labels: Mapping[str, str] | None = None) -> str:

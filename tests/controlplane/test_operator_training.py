@@ -7,19 +7,14 @@ job (``pkg/controller.v1/common/scheduling.go``) and creates no pod while that g
 scheduler's enqueue action moves it to ``Inqueue``, the pods appear, and the gang binds
 all-or-nothing. The operator's PodGroup is compared with our conversion of the same job.
 
-The operator serves validating webhooks with certificates from cert-controller's rotator: it
-needs its Secret and a ValidatingWebhookConfiguration to exist (the fixture makes both, the
-configuration with no webhooks, so the API server never calls the operator). Its webhook
-server's address cannot be chosen, only its port (a free one); metrics and probes are on
-127.0.0.1.
+How the operator is started (its webhook certificates) is in
+:func:`.operators.start_training_operator`.
 """
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -44,13 +39,11 @@ from .operators import (
     operator_build,
     podgroups,
     pods,
+    start_training_operator,
     wait_until,
 )
 
 PYTORCHJOBS = "/apis/kubeflow.org/v1/namespaces/{ns}/pytorchjobs"
-VWC = "validator.training-operator.kubeflow.org"
-#: Where the operator reads its webhook certificate (pkg/cert/cert.go: fixed, not a flag).
-CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")
 
 
 @dataclass
@@ -78,64 +71,22 @@ def training(
     client = control_plane.client
     control_plane.apply_manifests(build_crds())
     install_crds(control_plane, build)
-    home = make_namespace(client, f"kubeflow-{free_port()}")
-    client.post(
-        f"/api/v1/namespaces/{home}/secrets",
-        {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {"name": "training-operator-webhook-cert"},
-        },
-    )
-    control_plane.apply_manifests(
-        {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingWebhookConfiguration",
-            "metadata": {"name": VWC},
-            "webhooks": [],
-        }
-    )
     namespace = make_namespace(client, f"training-{free_port()}")
     pool = Pool(control_plane, "train", cpu="4")
     pool.add(3)
     stack = Stack(control_plane, log_dir).start()
-    args = [
-        "--gang-scheduler-name=volcano",
-        f"--metrics-bind-address=127.0.0.1:{free_port()}",
-        f"--health-probe-bind-address=127.0.0.1:{free_port()}",
-        f"--webhook-server-port={free_port()}",
-        "--enable-scheme=pytorchjob",
-    ]
-    operator = OperatorProcess(
-        build, control_plane, log_dir / "training-operator.log", args, {"MY_POD_NAMESPACE": home}
-    ).start()
     try:
-        mount_webhook_certs(client, home, operator)
-        yield Training(client, namespace, pool, operator, stack)
+        operator, stop_operator = start_training_operator(
+            control_plane, build, log_dir, "--gang-scheduler-name=volcano"
+        )
+        try:
+            yield Training(client, namespace, pool, operator, stack)
+        finally:
+            stop_operator()
     finally:
-        operator.stop()
         stack.stop()
         client.delete(f"/api/v1/namespaces/{namespace}")
-        client.delete(f"/api/v1/namespaces/{home}")
-        client.delete(
-            f"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/{VWC}"
-        )
         pool.remove()
-
-
-def mount_webhook_certs(client: KubeHTTP, home: str, operator: OperatorProcess) -> None:
-    """Play the kubelet's Secret volume: the rotator fills the Secret, then waits (before it
-    starts any controller) until the certificate appears in its fixed CERT_DIR."""
-    path = f"/api/v1/namespaces/{home}/secrets/training-operator-webhook-cert"
-    data = wait_until(
-        "cert-controller filling the webhook Secret",
-        lambda: (client.get(path).get("data") or {}).get("tls.key") and client.get(path)["data"],
-        alive=[operator.check_alive],
-        logs=operator.tail,
-    )
-    CERT_DIR.mkdir(parents=True, exist_ok=True)
-    for name in ("tls.key", "tls.crt"):  # the key first: the rotator waits for tls.crt
-        (CERT_DIR / name).write_bytes(base64.b64decode(data[name]))
 
 
 def replica(pool: Pool, replicas: int, cpu: str) -> dict[str, Any]:
