@@ -11,10 +11,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stromboli.core.admission.jobsize import MAX_JOB_REPLICAS
+from stromboli.core.api import constants as k
 from stromboli.core.api.quantity import QuantityError
+from stromboli.core.clock import VirtualClock
+from stromboli.core.cluster.errors import ConflictError
+from stromboli.core.cluster.memory import MemoryStore
+from stromboli.core.controller.job.controller import JobController
 from stromboli.core.controller.job.quota import pod_quota_usage, quota_list
 
 from .jobkit import Harness, Stack, node, phase, task, vcjob
+
+QUEUE = (k.SCHEDULING_V1BETA1, "Queue")
 
 
 def quota_of(spec: dict[str, Any]) -> dict[str, str]:
@@ -211,3 +218,42 @@ async def test_a_job_at_the_bound_is_accepted() -> None:
     await h.create(job)
     assert await h.events("InvalidSpec") == []
     assert await h.podgroup("j") is not None
+
+
+# -- 7. queue status: the state write survives the scheduler's allocated write ------------------
+
+
+class SchedulerWritesFirst(MemoryStore):
+    """A store where, as on a live cluster, the scheduler writes a new queue's ``allocated``
+    between the controller's read and its write of the state (once per queue)."""
+
+    def __init__(self, clock: VirtualClock) -> None:
+        super().__init__(clock, seed=1)
+        self.raced: set[str] = set()
+
+    async def update_status(self, obj: dict[str, Any]) -> dict[str, Any]:
+        name = obj["metadata"]["name"]
+        if obj["kind"] == "Queue" and name not in self.raced:
+            self.raced.add(name)
+            current = await self.get(*QUEUE, name)
+            status = {"allocated": {"cpu": "0", "memory": "0"}, "reservation": {}}
+            await super().update_status({**current, "status": status})
+            raise ConflictError(f"queue {name} was modified")
+        return await super().update_status(obj)
+
+
+async def test_queue_opens_although_the_scheduler_wrote_its_status_first() -> None:
+    clock = VirtualClock()
+    store = SchedulerWritesFirst(clock)
+    controller = JobController(store, clock)
+    await store.create(
+        {"apiVersion": QUEUE[0], "kind": "Queue", "metadata": {"name": "q"}, "spec": {"weight": 1}}
+    )
+    await controller.start()
+    await controller.step()
+    status = (await store.get(*QUEUE, "q"))["status"]
+    assert status == {
+        "allocated": {"cpu": "0", "memory": "0"},
+        "reservation": {},
+        "state": "Open",
+    }

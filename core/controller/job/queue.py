@@ -20,12 +20,14 @@ from typing import Any
 
 from stromboli.core.api import constants as k
 from stromboli.core.api.constants import Action, QueueState
-from stromboli.core.cluster.errors import ApiError, NotFoundError
+from stromboli.core.cluster.errors import ApiError, ConflictError, NotFoundError
 from stromboli.core.cluster.store import ClusterStore
 from stromboli.core.controller.metrics import ControllerMetrics
 from stromboli.core.events import EventRecorder
 
 log = logging.getLogger(__name__)
+#: Reads and writes of a queue's state before a conflicting writer is given up on.
+STATE_WRITE_ATTEMPTS = 5
 
 CLOSED_STATES = frozenset({QueueState.CLOSED, QueueState.CLOSING})
 """States in which a queue takes no new work."""
@@ -243,19 +245,26 @@ class QueueStates:
         if state_of(queue) == state:
             return False
         name = queue["metadata"]["name"]
-        try:
-            fresh = await self.store.get(k.SCHEDULING_V1BETA1, "Queue", name)
-            # ``reservation`` is always present in Volcano's serialised status (empty unless set).
-            fresh["status"] = {"reservation": {}, **(fresh.get("status") or {}), "state": state}
-            written = await self.store.update_status(fresh)
-        except NotFoundError:
-            return False
-        except ApiError as err:
-            log.warning("could not set queue %s to %s: %s", name, state, err)
-            return False
-        self.writes += 1
-        self.queues[name] = written
-        return True
+        # The scheduler writes the same status (``allocated``) on its own cycle, a new queue's
+        # at once: a conflict means "read again", not "give up".
+        for _ in range(STATE_WRITE_ATTEMPTS):
+            try:
+                fresh = await self.store.get(k.SCHEDULING_V1BETA1, "Queue", name)
+                # ``reservation`` is always present in Volcano's status (empty unless set).
+                status = {"reservation": {}, **(fresh.get("status") or {}), "state": state}
+                written = await self.store.update_status({**fresh, "status": status})
+            except ConflictError:
+                continue
+            except NotFoundError:
+                return False
+            except ApiError as err:
+                log.warning("could not set queue %s to %s: %s", name, state, err)
+                return False
+            self.writes += 1
+            self.queues[name] = written
+            return True
+        log.warning("could not set queue %s to %s: it kept changing under us", name, state)
+        return False
 
     async def _annotate(self, queue: dict[str, Any], value: str) -> None:
         annotations = (queue.get("metadata") or {}).get("annotations") or {}
