@@ -148,6 +148,7 @@ class FrameworkController:
         self._drivers: dict[tuple[str, str], dict] = {}
         self._conversions: dict[FKey, Conversion] = {}
         self._group_owner: dict[tuple[str, str], FKey] = {}
+        self._owned_groups: dict[FKey, set[tuple[str, str]]] = {}
         self._waiting_pods: dict[tuple[str, str], dict] = {}
         self._reported: dict[FKey, tuple[str, str, str]] = {}
         self._dirty: dict[FKey, None] = {}
@@ -284,9 +285,21 @@ class FrameworkController:
                         self._mark((*TRAINJOB, job_ns, job))
 
     def _forget(self, key: FKey) -> None:
+        """A deleted object leaves nothing behind (a long-running process must not grow)."""
         self._conversions.pop(key, None)
         self._reported.pop(key, None)
         self._dirty.pop(key, None)
+        for group in self._owned_groups.pop(key, ()):
+            if self._group_owner.get(group) == key:
+                del self._group_owner[group]
+        if key[:2] == LWS:
+            self._leaders.pop((key[2], key[3]), None)
+
+    def _own(self, group: tuple[str, str], key: FKey, *, replace: bool = True) -> None:
+        if not replace and group in self._group_owner:
+            return
+        self._group_owner[group] = key
+        self._owned_groups.setdefault(key, set()).add(group)
 
     def seen(self, kind: Kind, event_type: str, pod: dict) -> None:
         """A pod event from the controller's shared pod watch."""
@@ -315,6 +328,8 @@ class FrameworkController:
             fresh = name not in leaders
             if event_type == "DELETED":
                 leaders.pop(name, None)
+                if not leaders:
+                    del self._leaders[(ns, leader_of)]
             else:
                 leaders[name] = pod
             if fresh or event_type == "DELETED":
@@ -393,11 +408,11 @@ class FrameworkController:
             return None
         self._conversions[key] = conversion
         for change in conversion.mutations:
-            self._group_owner.setdefault((ns, change.group_name), key)
+            self._own((ns, change.group_name), key, replace=False)
         for name in conversion.adopted:
-            self._group_owner[(ns, name)] = key
+            self._own((ns, name), key)
         for group in conversion.podgroups:
-            self._group_owner[(ns, group["metadata"]["name"])] = key
+            self._own((ns, group["metadata"]["name"]), key)
             await self._write(key, obj, group)
         return conversion
 

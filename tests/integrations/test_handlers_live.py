@@ -406,3 +406,22 @@ def test_quantities_are_compared_by_value() -> None:
     stored = {"spec": {"minMember": 1, "minResources": {"cpu": "1000m", "memory": "1Gi"}}}
     wanted = {"spec": {"minMember": 1, "minResources": {"cpu": "1", "memory": "1024Mi"}}}
     assert followed_changes(stored, wanted) == {}
+
+
+async def test_deleted_objects_leave_nothing_behind() -> None:
+    """A long-running controller must not grow with the objects it has seen come and go."""
+    store, adapters = await cluster()
+    for n in range(20):
+        await store.create(pytorchjob(f"job-{n}"))
+    bad = pytorchjob("bad", cpu="-1")
+    await store.create(bad)
+    await adapters.pump()
+    assert len(await groups(store)) == 20
+    for n in range(20):
+        await store.delete(*PYTORCH, f"job-{n}", "ns")
+    await store.delete(*PYTORCH, "bad", "ns")
+    await adapters.pump()
+    assert await groups(store) == {}  # the garbage collector's part
+    state = (adapters._conversions, adapters._group_owner, adapters._owned_groups)
+    assert state == ({}, {}, {})
+    assert adapters._reported == {} and adapters._dirty == {}
