@@ -1,7 +1,7 @@
 """How many members of a gang fit now, and what the others lack.
 
-A trial placement over the session: the job's pending pods in task order, each put on the
-best node that passes every check (the same verdicts ``explain POD`` shows), inside a
+A trial placement over the session: the job's pending pods in task order, each put where
+allocate's own node search puts it (idle room first, then room being released), inside a
 statement that is discarded at the end, so later pods see the room earlier ones took. A pod
 that fits nowhere is described by what is nearest to enough: how much more of which resource
 the roomiest node would need, or which filters rule the nodes out.
@@ -20,8 +20,9 @@ from stromboli.core.scheduler.api.readable import amounts_text
 from stromboli.core.scheduler.api.resource import EPSILON, Resource
 from stromboli.core.scheduler.api.status import TaskStatus
 from stromboli.core.scheduler.explain import Explanation, explain
+from stromboli.core.scheduler.framework.filters import FitErrors
 from stromboli.core.scheduler.framework.session import Session
-from stromboli.core.scheduler.util.placement import requested_columns
+from stromboli.core.scheduler.util.placement import place, requested_columns
 
 #: Pods the trial places at most: enough for any answer, bounded for a huge gang.
 MAX_TRIAL_PLACEMENTS = 2000
@@ -144,17 +145,16 @@ def gang_fit(ssn: Session, job: JobInfo) -> GangFit:
             # Room only shrinks during the trial: a shape that fit nowhere still fits nowhere.
             clause = _refusal(ssn, task) or failed.get(task.shape)
             if clause is None:
-                result = explain(ssn, task)
-                feasible = result.feasible()
-                if not feasible:
-                    clause = failed[task.shape] = lack_clause(ssn, task, result)
+                placement = place(ssn, task)  # allocate's own search: same node, same speed
+                if isinstance(placement, FitErrors):
+                    clause = failed[task.shape] = lack_clause(ssn, task, explain(ssn, task))
                 elif queue is not None and not ssn.allocatable(queue, task):
                     # Checked before nodes by allocate; said only when a node has room, since
                     # a queue entitled to the whole cluster is then not what holds the pod.
                     clause = failed[task.shape] = queue_room_clause(ssn, queue, task)
                 else:
-                    statement.allocate(task, feasible[0].node)
-                    fit.placed.append((task.name, feasible[0].node))
+                    statement.allocate(task, placement.node)
+                    fit.placed.append((task.name, placement.node))
                     continue
             fit.lacks.setdefault(clause, []).append(task.name)
     finally:

@@ -29,7 +29,7 @@ from stromboli.core.simulate.jobs import (
 from stromboli.core.simulate.outcomes import (
     EvictionGroup,
     MadeJobs,
-    WaitingJob,
+    Waiting,
     group_evictions,
     made_jobs,
     waiting_jobs,
@@ -368,9 +368,13 @@ def pending_html(fig: Figures) -> str:
     )
 
 
-def waiting_html(waiting: list[WaitingJob]) -> str:
-    rows = [[job.label, job.queue, job.stage or "-", job.reason] for job in waiting]
-    return _table(["job", "queue", "held at", "why"], rows, set())
+def waiting_html(waiting: Waiting) -> str:
+    rows = [[job.label, job.queue, job.stage or "-", job.reason] for job in waiting.jobs]
+    table = _table(["job", "queue", "held at", "why"], rows, set())
+    if waiting.total > len(waiting.jobs):
+        rest = waiting.total - len(waiting.jobs)
+        table += f'<p class="caption">... and {rest} more jobs.</p>'
+    return table
 
 
 def evictions_html(groups: list[EvictionGroup]) -> str:
@@ -403,7 +407,7 @@ def outcome_sections(result: SimulationResult, final: dict, fig: Figures) -> lis
     out: list[str] = []
     waiting = waiting_jobs(result, final, fig.jobs)
     if waiting:
-        out += [f"<h2>Jobs that never started ({len(waiting)})</h2>", waiting_html(waiting)]
+        out += [f"<h2>Jobs that never started ({waiting.total})</h2>", waiting_html(waiting)]
     groups = group_evictions(result.scheduler.recent_evictions)
     if groups:
         count = sum(len(g.pods) for g in groups)

@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 #: Owner kinds whose made jobs the report counts.
 MAKERS = ("JobFlow", "CronJob")
 _CREATED_PREFIX = "Created job "
+#: Jobs the report explains at most (each costs a trial placement of its gang).
+MAX_EXPLAINED = 200
 #: Job states that end waiting: such a job is not reported as waiting.
 ENDED = frozenset({"Completed", "Aborted", "Failed", "Terminated"})
 
@@ -98,11 +100,26 @@ def final_session(result: SimulationResult, cache: SchedulerCache) -> Session:
     return ssn
 
 
-def waiting_jobs(result: SimulationResult, final: dict, jobs: list[JobFigures]) -> list[WaitingJob]:
-    """Each job that never had a pod running, with the reason it still waits."""
-    unstarted = [j for j in jobs if j.start is None and j.state not in ENDED]
+@dataclass(slots=True)
+class Waiting:
+    """The jobs that never started: the first ones explained, and how many there were."""
+
+    jobs: list[WaitingJob]
+    total: int
+
+    def __bool__(self) -> bool:
+        return self.total > 0
+
+
+def waiting_jobs(
+    result: SimulationResult, final: dict, jobs: list[JobFigures], limit: int = MAX_EXPLAINED
+) -> Waiting:
+    """Each job that never had a pod running (the first ``limit`` in submission order), with
+    the reason it still waits."""
+    everyone = [j for j in jobs if j.start is None and j.state not in ENDED]
+    unstarted = everyone[:limit]
     if not unstarted:
-        return []
+        return Waiting([], len(everyone))
     cache = final_cache(result, final)
     ssn = final_session(result, cache)
     by_name = {(j.namespace, j.name): j for j in ssn.jobs.values()}
@@ -121,7 +138,7 @@ def waiting_jobs(result: SimulationResult, final: dict, jobs: list[JobFigures]) 
             out.append(WaitingJob(job.label, job.queue, "", reason))
             continue
         out.append(WaitingJob(job.label, job.queue, explanation.stage, explanation.sentence))
-    return out
+    return Waiting(out, len(everyone))
 
 
 def evictions(result: SimulationResult) -> list[EvictionRecord]:

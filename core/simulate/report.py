@@ -23,7 +23,7 @@ from stromboli.core.simulate.jobs import (
 from stromboli.core.simulate.outcomes import (
     EvictionGroup,
     MadeJobs,
-    WaitingJob,
+    Waiting,
     group_evictions,
     made_jobs,
     waiting_jobs,
@@ -171,21 +171,21 @@ def pod_name(key: str) -> str:
     return key.rpartition("/")[2]
 
 
-def waiting_table(waiting: list[WaitingJob]) -> Table:
+def waiting_table(waiting: Waiting) -> Table:
     table = Table(
         box=box.SIMPLE_HEAD,
         show_edge=False,
-        title=f"Jobs that never started ({_plural(len(waiting), 'job')})",
+        title=f"Jobs that never started ({_plural(waiting.total, 'job')})",
         title_justify="left",
     )
     table.add_column("job", overflow="fold", max_width=32)
     table.add_column("queue", overflow="fold", max_width=16)
     table.add_column("held at")
     table.add_column("why", overflow="fold")
-    for job in waiting[:MAX_JOB_ROWS]:
+    for job in waiting.jobs:
         table.add_row(job.label, job.queue, job.stage or "-", job.reason)
-    if len(waiting) > MAX_JOB_ROWS:
-        table.caption = f"... and {len(waiting) - MAX_JOB_ROWS} more jobs"
+    if waiting.total > len(waiting.jobs):
+        table.caption = f"... and {waiting.total - len(waiting.jobs)} more jobs"
     return table
 
 

@@ -89,7 +89,9 @@ async def test_every_job_that_never_started_has_its_reason(tmp_path: Path) -> No
     source = tmp_path / "held.yaml"
     source.write_text(HELD)
     result, final = await simulate([source])
-    waiting = {w.label: w for w in waiting_jobs(result, final, figures(result, final).jobs)}
+    found = waiting_jobs(result, final, figures(result, final).jobs)
+    assert found.total == 2
+    waiting = {w.label: w for w in found.jobs}
     assert set(waiting) == {"default/second", "default/too-big"}
     assert waiting["default/second"].stage == "enqueue"
     assert waiting["default/second"].reason == (
@@ -106,6 +108,8 @@ async def test_every_job_that_never_started_has_its_reason(tmp_path: Path) -> No
     page = render_html(result, final)
     assert "<h2>Jobs that never started (2)</h2>" in page
     assert "over its capability of 10 cpu by 2 cpu" in page
+    first = waiting_jobs(result, final, figures(result, final).jobs, limit=1)
+    assert first.total == 2 and [w.label for w in first.jobs] == ["default/too-big"]
 
 
 async def test_evictions_say_who_evicted_whom_and_why() -> None:
