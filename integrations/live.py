@@ -201,6 +201,14 @@ class FrameworkController:
     def podgroup(self, namespace: str, name: str) -> dict | None:
         return self._groups.get(namespace, {}).get(name)
 
+    def mutation_for(self, namespace: str, group: str, pod: Mapping[str, Any]) -> Any:
+        """The mutation for ``pod`` of the framework object that owns gang ``group`` (a
+        TrainJob's, for its JobSet's pods); None when unknown."""
+        owner = self._group_owner.get((namespace, group))
+        conversion = self._conversions.get(owner) if owner is not None else None
+        change = conversion.mutation_for(pod) if conversion is not None else None
+        return change if change is not None and change.group_name == group else None
+
     # --- events -------------------------------------------------------------------------------
 
     def handle(self, kind: Kind, event_type: str, obj: dict) -> None:
@@ -362,7 +370,7 @@ class FrameworkController:
             return self._drivers.get((ns, name))
         return self._objects.get((api_version, kind), {}).get(ns, {}).get(name)
 
-    def _related(self, key: FKey) -> list[Mapping[str, Any]]:
+    def related(self, key: FKey) -> list[Mapping[str, Any]]:
         api_version, kind, ns, name = key
         if kind in ("RayJob", "RayService"):
             return list(self._objects.get(RAY_CLUSTER, {}).get(ns, {}).values())
@@ -393,7 +401,7 @@ class FrameworkController:
         context = Context(
             existing=self._groups.get(ns, {}),
             priority_classes=self._priorities,
-            related=self._related(key),
+            related=self.related(key),
         )
         try:
             conversion = adapter.convert(obj, context)

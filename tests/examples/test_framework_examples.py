@@ -140,6 +140,46 @@ def test_jobset_is_one_gang_with_a_role_per_replicated_job() -> None:
     }
 
 
+def test_leaderworkerset_groups_follow_their_leaders() -> None:
+    state = simulate(EXAMPLES / "leaderworkerset.yaml")
+    pods = state["Pod"]
+    assert set(pods) == {"vllm-0", "vllm-0-1", "vllm-0-2", "vllm-1", "vllm-1-1", "vllm-1-2"}
+    for index in ("0", "1"):
+        leader = pods[f"vllm-{index}"]
+        group = leader["metadata"]["annotations"][GROUP]
+        revision = leader["metadata"]["labels"][
+            "leaderworkerset.sigs.k8s.io/template-revision-hash"
+        ]
+        assert group == f"vllm-{index}-{revision}"
+        pg = state["PodGroup"][group]
+        assert pg["spec"]["minMember"] == 3
+        assert pg["spec"]["minResources"]["cpu"] == "3"
+        [owner] = pg["metadata"]["ownerReferences"]
+        assert (owner["kind"], owner["name"]) == ("Pod", f"vllm-{index}")
+        assert roles({n: p for n, p in pods.items() if n.startswith(f"vllm-{index}")}) == {
+            f"vllm-{index}": (group, "leader"),
+            f"vllm-{index}-1": (group, "worker"),
+            f"vllm-{index}-2": (group, "worker"),
+        }
+        labels = pods[f"vllm-{index}-2"]["metadata"]["labels"]
+        assert labels["leaderworkerset.sigs.k8s.io/worker-index"] == "2"
+        assert labels["leaderworkerset.sigs.k8s.io/group-index"] == index
+
+
+def test_trainjob_pods_come_from_its_jobset_and_join_its_group() -> None:
+    state = simulate(EXAMPLES / "trainjob.yaml")
+    group = state["PodGroup"]["tj"]
+    assert group["spec"]["minMember"] == 4
+    assert group["spec"]["minResources"] == {"cpu": "4", "memory": "8Gi"}
+    assert group["metadata"]["ownerReferences"][0]["kind"] == "TrainJob"
+    pods = state["Pod"]
+    assert roles(pods) == {f"tj-node-{i}": ("tj", "node") for i in range(4)}
+    for pod in pods.values():
+        assert pod["metadata"]["ownerReferences"][0]["kind"] == "JobSet"
+    assert len({p["status"]["startTime"] for p in pods.values()}) == 1
+    assert all(p["status"]["phase"] == "Succeeded" for p in pods.values())
+
+
 BAD = """
 apiVersion: v1
 kind: Node
@@ -160,13 +200,10 @@ spec:
   entrypoint: main
   templates: [{name: main, container: {image: busybox, resources: {requests: {cpu: "1"}}}}]
 ---
-apiVersion: leaderworkerset.x-k8s.io/v1
-kind: LeaderWorkerSet
-metadata: {name: lws}
-spec:
-  leaderWorkerTemplate:
-    size: 2
-    workerTemplate: {spec: {containers: [{name: c, image: i}]}}
+apiVersion: ray.io/v1
+kind: RayService
+metadata: {name: serve}
+spec: {serveConfigV2: "applications: []"}
 """
 
 
@@ -187,11 +224,9 @@ def test_a_bad_framework_object_gets_its_warning_and_no_pods(tmp_path: Path) -> 
     assert pod["metadata"]["annotations"]["workflows.argoproj.io/node-name"] == "wf"
     assert pod["spec"].get("nodeName")
     assert [o["metadata"]["name"] for o in items if o["kind"] == "PodGroup"] == ["argo-wf-pg"]
-    # LeaderWorkerSet's controller is not emulated, and the report says so.
+    # KubeRay's RayService controller is not emulated, and the report says so.
     report = CliRunner().invoke(main, ["simulate", str(path)])
-    assert "LeaderWorkerSet (leaderworkerset.x-k8s.io/v1): its operator is not emulated" in (
-        report.output
-    )
+    assert "RayService (ray.io/v1): its operator is not emulated" in report.output
 
 
 def test_workflow_steps_run_in_order_and_each_fan_out_is_a_gang() -> None:

@@ -15,14 +15,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from stromboli.core.api.constants import GROUP_NAME_ANNOTATION
 from stromboli.core.clock import Clock
 from stromboli.core.cluster.errors import AlreadyExistsError
 from stromboli.core.cluster.store import ClusterStore
 from stromboli.core.events import EventRecorder
 from stromboli.core.simulate.operators.frameworks import PLANNERS
-from stromboli.integrations.common import controller_of
-from stromboli.integrations.kinds import FRAMEWORK_KINDS
+from stromboli.integrations.common import annotations_of, apply_mutation, controller_of
+from stromboli.integrations.kinds import CONVERTED, FRAMEWORK_KINDS
 from stromboli.integrations.live import POD, FrameworkController
+from stromboli.integrations.registry import group_name_for_pod
 
 __all__ = ["EMULATED", "OperatorEmulation"]
 
@@ -30,6 +32,7 @@ CreatePod = Callable[[dict], Awaitable[dict]]
 COMPONENT = "stromboli-operator-emulation"
 #: Framework kinds whose pods the simulator makes.
 EMULATED = frozenset(PLANNERS)
+_CONVERTED = frozenset((info.api_version, info.kind) for info in CONVERTED)
 
 
 class OperatorEmulation:
@@ -44,7 +47,7 @@ class OperatorEmulation:
         )
         self.notes: list[str] = []
         self._noted: set[str] = set()
-        self._made_groups: set[tuple[str, str]] = set()
+        self._made: set[tuple[str, str, str]] = set()
         self.pods_made = 0
 
     async def start(self) -> None:
@@ -61,6 +64,8 @@ class OperatorEmulation:
         for key, obj in self.adapters.objects():
             api_version, kind, ns, name = key
             planner = PLANNERS.get((api_version, kind))
+            if (api_version, kind) not in _CONVERTED:
+                continue  # read by others (Trainer's runtimes), nothing of its own
             if planner is None:
                 self._note(
                     kind,
@@ -77,17 +82,18 @@ class OperatorEmulation:
             groups = [g["metadata"]["name"] for g in conversion.podgroups]
             group = self.adapters.podgroup(ns, (groups or list(conversion.adopted) or [""])[0])
             try:
-                wanted = planner(obj, owned, group, conversion)
+                wanted = planner(obj, owned, group, conversion, self.adapters.related(key))
             except ValueError as err:  # the adapter accepted it, the operator would not
                 self._note(f"{kind}/{ns}/{name}", f"{kind} {ns}/{name}: no pods: {err}")
                 continue
             have = {p["metadata"]["name"] for p in owned}
             for pod in wanted:
-                if pod.get("kind") == "PodGroup":  # a gang an operator makes as it goes
-                    written += await self._podgroup(pod)
+                if pod.get("kind") != "Pod":  # a gang or a child object the operator makes
+                    written += await self._make(pod)
                     continue
                 if pod["metadata"]["name"] in have:
                     continue
+                pod = self._enrolled(pod, obj)
                 created = await self.create_pod(pod)
                 namespaces[ns].append(created)
                 self.adapters.seen(POD, "ADDED", created)
@@ -95,13 +101,27 @@ class OperatorEmulation:
                 written += 1
         return written
 
-    async def _podgroup(self, group: dict[str, Any]) -> int:
-        ns, name = group["metadata"]["namespace"], group["metadata"]["name"]
-        if self.adapters.podgroup(ns, name) is not None or (ns, name) in self._made_groups:
+    def _enrolled(self, pod: dict[str, Any], owner: dict[str, Any]) -> dict[str, Any]:
+        """A pod its own object's conversion left without a gang (a TrainJob's JobSet's) gets
+        the one its owner chain names, as the webhook's enrolment gives it."""
+        if GROUP_NAME_ANNOTATION in annotations_of(pod):
+            return pod
+        ns = str(pod["metadata"].get("namespace") or "default")
+        group = group_name_for_pod(pod, owner)
+        change = self.adapters.mutation_for(ns, group, pod) if group else None
+        return apply_mutation(pod, change) if change is not None else pod
+
+    async def _make(self, child: dict[str, Any]) -> int:
+        """Create an operator's object (a step group's PodGroup, a TrainJob's JobSet) once."""
+        meta = child["metadata"]
+        key = (str(child.get("kind")), str(meta.get("namespace")), str(meta["name"]))
+        if key in self._made or (
+            key[0] == "PodGroup" and self.adapters.podgroup(key[1], key[2]) is not None
+        ):
             return 0
-        self._made_groups.add((ns, name))
+        self._made.add(key)
         try:
-            await self.store.create(group)
+            await self.store.create(child)
         except AlreadyExistsError:
             return 0
         return 1

@@ -94,7 +94,11 @@ class _Walk:
 
 
 def argo_workflow(
-    obj: Obj, pods: Sequence[Obj], group: Obj | None, conversion: Conversion
+    obj: Obj,
+    pods: Sequence[Obj],
+    group: Obj | None,
+    conversion: Conversion,
+    related: Sequence[Obj] = (),
 ) -> list[dict[str, Any]]:
     """The pods due now, and the step-group PodGroups they need first."""
     meta = read_meta(obj)

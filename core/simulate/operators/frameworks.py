@@ -14,6 +14,7 @@ from typing import Any
 
 from stromboli.core.api import constants as k
 from stromboli.core.simulate.operators.argo import argo_workflow
+from stromboli.core.simulate.operators.lws import leader_worker_set, train_job
 from stromboli.core.simulate.operators.pods import owned_pod, phase_of
 from stromboli.integrations.common import Conversion, mapping, read_meta, sequence
 from stromboli.integrations.jobset.convert import (
@@ -37,7 +38,9 @@ from stromboli.integrations.spark.convert import (
 )
 
 Obj = Mapping[str, Any]
-Planner = Callable[[Obj, Sequence[Obj], Obj | None, Conversion], list[dict[str, Any]]]
+Planner = Callable[
+    [Obj, Sequence[Obj], Obj | None, Conversion, Sequence[Obj]], list[dict[str, Any]]
+]
 #: PodGroup phases in which the gang has been admitted (the training operator waits for one).
 ADMITTED = (k.PodGroupPhase.INQUEUE, k.PodGroupPhase.RUNNING)
 TRAINING_LABELS = "training.kubeflow.org"
@@ -49,7 +52,11 @@ def _admitted(group: Obj | None) -> bool:
 
 
 def training_operator(
-    obj: Obj, pods: Sequence[Obj], group: Obj | None, conversion: Conversion
+    obj: Obj,
+    pods: Sequence[Obj],
+    group: Obj | None,
+    conversion: Conversion,
+    related: Sequence[Obj] = (),
 ) -> list[dict[str, Any]]:
     """Kubeflow training-operator v1 (``pkg/controller.v1/common/pod.go``): pods
     ``<job>-<type>-<index>`` labelled with the job name, replica type (lower case) and index,
@@ -77,7 +84,11 @@ def training_operator(
 
 
 def mpi_operator(
-    obj: Obj, pods: Sequence[Obj], group: Obj | None, conversion: Conversion
+    obj: Obj,
+    pods: Sequence[Obj],
+    group: Obj | None,
+    conversion: Conversion,
+    related: Sequence[Obj] = (),
 ) -> list[dict[str, Any]]:
     """MPI operator v2 (``pkg/controller/mpi_job_controller.go``): workers
     ``<job>-worker-<i>`` and the launcher ``<job>-launcher`` (its Job's pod here), labelled
@@ -148,14 +159,22 @@ def _ray_cluster_pods(
 
 
 def kuberay_cluster(
-    obj: Obj, pods: Sequence[Obj], group: Obj | None, conversion: Conversion
+    obj: Obj,
+    pods: Sequence[Obj],
+    group: Obj | None,
+    conversion: Conversion,
+    related: Sequence[Obj] = (),
 ) -> list[dict[str, Any]]:
     meta = read_meta(obj)
     return _ray_cluster_pods(obj, mapping(obj.get("spec"), "spec"), "spec", meta.name, conversion)
 
 
 def kuberay_job(
-    obj: Obj, pods: Sequence[Obj], group: Obj | None, conversion: Conversion
+    obj: Obj,
+    pods: Sequence[Obj],
+    group: Obj | None,
+    conversion: Conversion,
+    related: Sequence[Obj] = (),
 ) -> list[dict[str, Any]]:
     """A RayJob's cluster (``<job>-raycluster`` here; KubeRay adds a random suffix) and, once
     every cluster pod runs, the K8sJobMode submitter ``<job>-submitter``
@@ -209,7 +228,11 @@ def _spark_template(obj: Obj, role: str) -> dict[str, Any]:
 
 
 def spark_operator(
-    obj: Obj, pods: Sequence[Obj], group: Obj | None, conversion: Conversion
+    obj: Obj,
+    pods: Sequence[Obj],
+    group: Obj | None,
+    conversion: Conversion,
+    related: Sequence[Obj] = (),
 ) -> list[dict[str, Any]]:
     """Spark operator (``internal/controller/sparkapplication/submission.go``) runs
     spark-submit, which makes the driver ``<app>-driver``; the driver asks for the executors
@@ -245,7 +268,11 @@ def spark_operator(
 
 
 def jobset_controller(
-    obj: Obj, pods: Sequence[Obj], group: Obj | None, conversion: Conversion
+    obj: Obj,
+    pods: Sequence[Obj],
+    group: Obj | None,
+    conversion: Conversion,
+    related: Sequence[Obj] = (),
 ) -> list[dict[str, Any]]:
     """JobSet (``pkg/controllers/jobset_controller.go``) makes a Job
     ``<jobset>-<replicatedJob>-<index>`` per replica, whose controller runs ``parallelism``
@@ -270,4 +297,6 @@ PLANNERS: dict[tuple[str, str], Planner] = {
     ("sparkoperator.k8s.io/v1beta2", "SparkApplication"): spark_operator,
     ("jobset.x-k8s.io/v1alpha2", "JobSet"): jobset_controller,
     ("argoproj.io/v1alpha1", "Workflow"): argo_workflow,
+    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): leader_worker_set,
+    ("trainer.kubeflow.org/v1alpha1", "TrainJob"): train_job,
 }
