@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
+import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -232,6 +234,49 @@ def table(rows: Sequence[Sequence[str]], spacing: int = 4) -> str:
     return "".join(
         "".join(f"{cell!s:<{widths[i]}}" for i, cell in enumerate(row)) + "\n" for row in rows
     )
+
+
+def output_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``-o wide``: every column, never narrowed to the terminal (kubectl's flag)."""
+    return click.option(
+        "-o",
+        "--output",
+        type=click.Choice(["wide"]),
+        default=None,
+        help="wide: more columns, and never narrowed to fit the terminal.",
+    )(command)
+
+
+def terminal_width() -> int | None:
+    """The terminal's width when standard output is one; ``None`` (no limit) when it is a
+    pipe or a file, so that scripts always read vcctl's full table."""
+    if not sys.stdout.isatty():
+        return None
+    return shutil.get_terminal_size().columns
+
+
+def fit(
+    rows: Sequence[Sequence[str]], full: str, width: int | None, drop_order: Sequence[str]
+) -> str:
+    """``full`` (vcctl's layout of ``rows``) if it fits ``width``; else the same rows in
+    columns only as wide as their cells, dropping the columns named in ``drop_order`` one by
+    one until the table fits (``-o wide`` never narrows)."""
+    if width is None or _widest(full) <= width:
+        return full
+    keep = list(range(len(rows[0])))
+    text = full
+    for column in [None, *drop_order]:
+        if column is not None and column in rows[0]:
+            keep.remove(list(rows[0]).index(column))
+        text = table([[row[i] for i in keep] for row in rows], spacing=2)
+        text = "".join(line.rstrip() + "\n" for line in text.splitlines())
+        if _widest(text) <= width:
+            break
+    return text
+
+
+def _widest(text: str) -> int:
+    return max((len(line.rstrip()) for line in text.splitlines()), default=0)
 
 
 # --- files ---------------------------------------------------------------------------------------

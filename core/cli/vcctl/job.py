@@ -25,10 +25,13 @@ from stromboli.core.cli.vcctl.common import (
     connection_options,
     controller_reference,
     echo,
+    fit,
     meta,
     name_of,
     namespace_of,
+    output_option,
     run,
+    terminal_width,
 )
 from stromboli.core.cluster.errors import ApiError, NotFoundError
 from stromboli.core.cluster.store import ClusterStore
@@ -328,17 +331,31 @@ def job_replicas(obj: Mapping[str, Any]) -> int:
     return sum(int(t.get("replicas") or 0) for t in (obj.get("spec") or {}).get("tasks") or [])
 
 
-def format_jobs(jobs: list[dict], all_namespaces: bool = False) -> str:
-    """vcctl's job table (columns fixed-width, the name column sized to the longest name)."""
+#: Columns a narrow terminal loses first (Name, Phase, Replicas and Running stay).
+NARROW_DROP = ("Unknown", "RetryCount", "JobType", "Creation", "Succeeded", "Failed", "Min")
+
+
+def format_jobs(
+    jobs: list[dict], all_namespaces: bool = False, wide: bool = False, width: int | None = None
+) -> str:
+    """vcctl's job table (columns fixed-width, the name column sized to the longest name);
+    ``wide`` adds the queue; narrowed to ``width`` if it does not fit (see ``common.fit``)."""
     name_width = max([len("Name"), *(len(name_of(j)) for j in jobs)]) + 3
     ns_width = max([len("Namespace"), *(len(namespace_of(j)) for j in jobs)]) + 3
     widths = (name_width, *_LIST_WIDTHS)
 
-    def line(cells: list[Any], namespace: str) -> str:
-        text = f"{namespace:<{ns_width}}" if all_namespaces else ""
-        return text + "".join(f"{c!s:<{w}}" for c, w in zip(cells, widths, strict=True)) + "\n"
+    def line(cells: list[str]) -> str:
+        start = 1 if all_namespaces else 0
+        text = f"{cells[0]:<{ns_width}}" if all_namespaces else ""
+        fixed = cells[start : start + len(widths)]
+        text += "".join(f"{c:<{w}}" for c, w in zip(fixed, widths, strict=True))
+        extra = cells[start + len(widths) :]
+        return (
+            text + "".join(f"   {c:<{w}}" for c, w in zip(extra, extra_widths, strict=True)) + "\n"
+        )
 
-    out = line(list(LIST_COLUMNS), "Namespace")
+    header = (["Namespace"] if all_namespaces else []) + list(LIST_COLUMNS)
+    rows = [header + (["Queue"] if wide else [])]
     for obj in jobs:
         status = obj.get("status") or {}
         labels = meta(obj).get("labels") or {}
@@ -356,8 +373,14 @@ def format_jobs(jobs: list[dict], all_namespaces: bool = False) -> str:
             int(status.get("unknown") or 0),
             int(status.get("retryCount") or 0),
         ]
-        out += line(cells, namespace_of(obj))
-    return out
+        row = ([namespace_of(obj)] if all_namespaces else []) + [str(c) for c in cells]
+        if wide:
+            row.append(str((obj.get("spec") or {}).get("queue") or k.DEFAULT_QUEUE))
+        rows.append(row)
+    first_extra = len(rows[0]) - (1 if wide else 0)
+    extra_widths = [max(len(row[i]) for row in rows) for i in range(first_extra, len(rows[0]))]
+    full = "".join(line(row).rstrip() + "\n" if wide else line(row) for row in rows)
+    return full if wide else fit(rows, full, width, NARROW_DROP)
 
 
 @job.command("list")
@@ -367,6 +390,7 @@ def format_jobs(jobs: list[dict], all_namespaces: bool = False) -> str:
 @click.option("-S", "--scheduler", default="", help="Only jobs of this scheduler.")
 @click.option("--all-namespaces", is_flag=True, help="List jobs of every namespace.")
 @click.option("--selector", default="", help="Only jobs whose name contains this text.")
+@output_option
 def list_jobs(
     master: str,
     kubeconfig: str,
@@ -375,6 +399,7 @@ def list_jobs(
     scheduler: str,
     all_namespaces: bool,
     selector: str,
+    output: str | None,
 ) -> None:
     """List jobs with their phase and pod counts."""
 
@@ -390,7 +415,7 @@ def list_jobs(
         if not jobs:
             click.echo("No resources found")
             return
-        echo(format_jobs(jobs, all_namespaces))
+        echo(format_jobs(jobs, all_namespaces, output == "wide", terminal_width()))
 
     run(kubeconfig, master, action)
 
@@ -560,7 +585,11 @@ def _job_command(action: str, verb: str) -> Callable[[str, str, str, str], None]
             raise VcctlError(f"job name is mandatory to {verb} a particular job")
 
         async def act(store: ClusterStore) -> None:
-            await issue_job_command(store, namespace, name, action)
+            command = await issue_job_command(store, namespace, name, action)
+            click.echo(
+                f"{verb} job {name} successfully: Command {name_of(command)} ({action}) created "
+                "for the job controller"
+            )
 
         run(kubeconfig, master, act)
 

@@ -20,8 +20,11 @@ from stromboli.core.cli.vcctl.common import (
     checked,
     connection_options,
     echo,
+    fit,
     name_of,
+    output_option,
     run,
+    terminal_width,
 )
 from stromboli.core.cli.vcctl.job import command_for
 from stromboli.core.cluster.store import ClusterStore
@@ -66,26 +69,53 @@ def podgroup_counts(podgroups: list[dict]) -> dict[str, Counter[str]]:
     return counts
 
 
-def format_queues(queues: Sequence[Mapping[str, Any]], counts: Mapping[str, Counter[str]]) -> str:
-    """vcctl's queue table: a 25-wide name column, then 8-wide columns."""
+#: Columns a narrow terminal loses first (Name, State and Running stay).
+NARROW_DROP = ("Unknown", "Parent", "Completed", "Inqueue", "Weight", "Pending")
+#: What ``-o wide`` adds: the queue's bounds, as ``cpu=4,memory=8Gi``.
+WIDE_COLUMNS = (("Capability", "capability"), ("Deserved", "deserved"), ("Guarantee", "guarantee"))
 
-    def line(cells: list[Any]) -> str:
-        return f"{cells[0]!s:<25}" + "".join(f"{c!s:<8}" for c in cells[1:]) + "\n"
 
-    out = line(list(COLUMNS))
+def _amounts(value: Any) -> str:
+    if isinstance(value, Mapping) and isinstance(value.get("resource"), Mapping):
+        value = value["resource"]  # guarantee: {resource: {...}}
+    if not isinstance(value, Mapping) or not value:
+        return "<none>"
+    return ",".join(f"{name}={amount}" for name, amount in sorted(value.items()))
+
+
+def format_queues(
+    queues: Sequence[Mapping[str, Any]],
+    counts: Mapping[str, Counter[str]],
+    wide: bool = False,
+    width: int | None = None,
+) -> str:
+    """vcctl's queue table: a 25-wide name column, then 8-wide columns; ``wide`` adds the
+    queue's capability, deserved and guarantee; narrowed to ``width`` if it does not fit."""
+
+    def line(cells: list[str]) -> str:
+        fixed = f"{cells[0]:<25}" + "".join(f"{c:<8}" for c in cells[1 : len(COLUMNS)])
+        extra = cells[len(COLUMNS) :]
+        return (
+            fixed + "".join(f"   {c:<{w}}" for c, w in zip(extra, extra_widths, strict=True)) + "\n"
+        )
+
+    rows = [list(COLUMNS) + ([title for title, _ in WIDE_COLUMNS] if wide else [])]
     for q in queues:
         spec = q.get("spec") or {}
         mine = counts.get(name_of(q), Counter())
-        out += line(
-            [
-                name_of(q),
-                int(spec.get("weight") or 0),
-                (q.get("status") or {}).get("state") or "",
-                spec.get("parent") or "",
-                *(mine[p] for p in PHASES),
-            ]
-        )
-    return out
+        row = [
+            name_of(q),
+            str(int(spec.get("weight") or 0)),
+            str((q.get("status") or {}).get("state") or ""),
+            str(spec.get("parent") or ""),
+            *(str(mine[p]) for p in PHASES),
+        ]
+        if wide:
+            row += [_amounts(spec.get(field)) for _, field in WIDE_COLUMNS]
+        rows.append(row)
+    extra_widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS), len(rows[0]))]
+    full = "".join(line(row).rstrip() + "\n" if wide else line(row) for row in rows)
+    return full if wide else fit(rows, full, width, NARROW_DROP)
 
 
 @queue.command("create")
@@ -111,6 +141,7 @@ def create_queue(master: str, kubeconfig: str, name: str, weight: int, state: st
         current = (created.get("status") or {}).get("state")
         if state and state != k.QueueState.OPEN and current != state:
             await store.patch(*QUEUE, name, {"status": {"state": state}}, subresource="status")
+        click.echo(f"create queue {name} successfully (weight {weight}, state {state})")
 
     run(kubeconfig, master, action)
 
@@ -126,13 +157,15 @@ def delete_queue(master: str, kubeconfig: str, name: str) -> None:
 
     async def action(store: ClusterStore) -> None:
         await store.delete(*QUEUE, name)
+        click.echo(f"delete queue {name} successfully")
 
     run(kubeconfig, master, action)
 
 
 @queue.command("list")
 @connection_options
-def list_queues(master: str, kubeconfig: str) -> None:
+@output_option
+def list_queues(master: str, kubeconfig: str, output: str | None) -> None:
     """List all queues with the number of PodGroups in each phase."""
 
     async def action(store: ClusterStore) -> None:
@@ -141,7 +174,7 @@ def list_queues(master: str, kubeconfig: str) -> None:
             click.echo("No resources found")
             return
         podgroups = (await store.list(*PODGROUP)).items
-        echo(format_queues(queues, podgroup_counts(podgroups)))
+        echo(format_queues(queues, podgroup_counts(podgroups), output == "wide", terminal_width()))
 
     run(kubeconfig, master, action)
 
@@ -149,8 +182,9 @@ def list_queues(master: str, kubeconfig: str) -> None:
 @queue.command("get")
 @connection_options
 @name_option()
+@output_option
 @checked
-def get_queue(master: str, kubeconfig: str, name: str) -> None:
+def get_queue(master: str, kubeconfig: str, name: str, output: str | None) -> None:
     """Show one queue with the number of its PodGroups in each phase."""
     if not name:
         raise VcctlError("name is mandatory to get the particular queue details")
@@ -158,7 +192,7 @@ def get_queue(master: str, kubeconfig: str, name: str) -> None:
     async def action(store: ClusterStore) -> None:
         obj = await store.get(*QUEUE, name)
         podgroups = (await store.list(*PODGROUP)).items
-        echo(format_queues([obj], podgroup_counts(podgroups)))
+        echo(format_queues([obj], podgroup_counts(podgroups), output == "wide", terminal_width()))
 
     run(kubeconfig, master, action)
 
@@ -182,7 +216,9 @@ def operate_queue(master: str, kubeconfig: str, name: str, weight: int, verb: st
             )
 
         async def patch(store: ClusterStore) -> None:
+            before = int(((await store.get(*QUEUE, name)).get("spec") or {}).get("weight") or 0)
             await store.patch(*QUEUE, name, {"spec": {"weight": weight}})
+            click.echo(f"update queue {name} successfully: weight {before} -> {weight}")
 
         run(kubeconfig, master, patch)
         return
@@ -195,6 +231,10 @@ def operate_queue(master: str, kubeconfig: str, name: str, weight: int, verb: st
         target = await store.get(*QUEUE, name)
         target.setdefault("apiVersion", k.SCHEDULING_V1BETA1)
         target.setdefault("kind", "Queue")
-        await store.create(command_for(target, ACTIONS[verb], COMMAND_NAMESPACE))
+        made = await store.create(command_for(target, ACTIONS[verb], COMMAND_NAMESPACE))
+        click.echo(
+            f"{verb} queue {name} successfully: Command {COMMAND_NAMESPACE}/{name_of(made)} "
+            f"({ACTIONS[verb]}) created for the queue controller"
+        )
 
     run(kubeconfig, master, command)
