@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -198,3 +199,24 @@ def test_the_gang_waits_example_explains_after_the_run() -> None:
     result = explain("podgroup/big-gang", "--simulate", str(EXAMPLES / "gang-waits.yaml"))
     assert result.exit_code == 0, result.output
     assert "Why: no pod waits" in result.output
+
+
+def test_the_why_pending_example_answers_for_each_thing_that_waits() -> None:
+    example = str(EXAMPLES / "why-pending.yaml")
+    job = explain("job/second", "--simulate", example)
+    assert job.exit_code == 0, job.output
+    assert "Why: held at enqueue by queue capability: queue research holds 24 cpu" in job.output
+    assert "over its capability of 30 cpu by 2 cpu" in job.output
+    gang = explain("podgroup/train", "--simulate", example)
+    assert gang.exit_code == 0, gang.output
+    assert re.search(
+        r"Why: gang short of room: 1/3 members fit; 2 need 8 cpu more on any node "
+        r"\(closest: node-[ab] has 4 cpu free; each asks 12 cpu\)",
+        gang.output,
+    ), gang.output
+    queue = explain("queue/research", "--simulate", example)
+    assert "Waiting: 1 Pending at enqueue (default/second)" in queue.output
+    report = CliRunner().invoke(main, ["simulate", example], terminal_width=300)
+    assert report.exit_code == 0, report.output
+    assert "Jobs that never started (2 jobs)" in report.output
+    assert "gang short of room: 1/3 members fit" in report.output
