@@ -35,6 +35,8 @@ DEFAULT_ENABLED_ADMISSION = (
     "/queues/mutate,/queues/validate"
 )
 DEFAULT_MAX_QUEUE_DEPTH = 5
+#: ``admission.jobsize.MAX_JOB_REPLICAS``, repeated for the same reason (tests/admission keeps it).
+MAX_JOB_REPLICAS = 50_000
 
 #: The services that enforce a queue policy: its refusals, and its default queues.
 POLICY_PATHS = (
@@ -144,6 +146,13 @@ def _go_flag(name: str, default: str, help: str) -> Callable[[CommandFunction], 
     show_default=True,
     help="Deepest allowed queue hierarchy.",
 )
+@click.option(
+    "--max-job-replicas",
+    default=MAX_JOB_REPLICAS,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Pods one vcjob may ask for over all its tasks; a larger one is refused.",
+)
 @_go_flag(
     "--enable-root-queue-protection",
     "true",
@@ -184,6 +193,7 @@ def webhook_manager(
     healthz_address: str,
     enable_queue_allocated_pods_check: str,
     max_queue_depth: int,
+    max_job_replicas: int,
     enable_root_queue_protection: str,
     queue_policy: str | None,
     admission_conf: str | None,
@@ -222,6 +232,7 @@ def webhook_manager(
         admission=AdmissionOptions(
             scheduler_names=tuple(scheduler_names),
             max_queue_depth=max_queue_depth,
+            max_job_replicas=max_job_replicas,
             enable_queue_allocated_pods_check=go_bool(enable_queue_allocated_pods_check),
             enable_root_queue_protection=go_bool(enable_root_queue_protection),
             queue_policy=policy if policy is not None else EMPTY_POLICY,

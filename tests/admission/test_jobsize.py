@@ -132,3 +132,9 @@ async def test_the_admission_server_refuses_past_its_own_limit() -> None:
     message = answer["status"]["message"]
     assert "spec.tasks[0].replicas: Invalid value: 6" in message
     assert "more than the 5 one job may have" in message
+
+
+def test_the_webhook_flag_defaults_to_the_limit() -> None:
+    from stromboli.core.cli import webhook
+
+    assert webhook.MAX_JOB_REPLICAS == MAX_JOB_REPLICAS
