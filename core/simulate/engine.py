@@ -167,7 +167,9 @@ class Simulation:
             max_pods=max_workload_pods,
         )
         # The framework operators (training operator, KubeRay, Spark, JobSet) and our adapters.
-        self.operators = OperatorEmulation(self.store, self.clock, self._create_pod)
+        self.operators = OperatorEmulation(
+            self.store, self.clock, self._create_pod, max_pods=max_workload_pods
+        )
         self.max_time = max_time
         self.on_progress = on_progress
         #: Fed every cycle, as ``stromboli scheduler`` feeds the one it serves.

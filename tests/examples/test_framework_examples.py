@@ -262,3 +262,34 @@ def test_every_framework_example_runs_every_pod(example: str) -> None:
     state = simulate(EXAMPLES / example)
     assert state["PodGroup"], example
     assert all(p["spec"].get("nodeName") for p in state["Pod"].values()), example
+
+
+HUGE = """
+apiVersion: v1
+kind: Node
+metadata: {name: n}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
+---
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {name: huge}
+spec:
+  headGroupSpec: {template: {spec: {containers: [{name: c, image: i}]}}}
+  workerGroupSpecs:
+    - groupName: w
+      replicas: 2147483000
+      maxReplicas: 2147483000
+      template: {spec: {containers: [{name: c, image: i}]}}
+"""
+
+
+def test_a_huge_framework_object_makes_a_bounded_number_of_pods(tmp_path: Path) -> None:
+    """Hostile input: two billion replicas make a note and at most --max-workload-pods pods."""
+    path = tmp_path / "huge.yaml"
+    path.write_text(HUGE)
+    args = ["simulate", str(path), "--max-workload-pods", "7", "--output", "json"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    items = orjson.loads(result.stdout)["items"]
+    assert len([o for o in items if o["kind"] == "Pod"]) == 7
+    assert "RayCluster default/huge: stopped at 7 pods (--max-workload-pods)" in result.stderr

@@ -21,14 +21,16 @@ from stromboli.core.cluster.errors import AlreadyExistsError
 from stromboli.core.cluster.store import ClusterStore
 from stromboli.core.events import EventRecorder
 from stromboli.core.simulate.operators.frameworks import PLANNERS
-from stromboli.integrations.common import annotations_of, apply_mutation, controller_of
+from stromboli.integrations.common import Conversion, annotations_of, apply_mutation, controller_of
 from stromboli.integrations.kinds import CONVERTED, FRAMEWORK_KINDS
-from stromboli.integrations.live import POD, FrameworkController
+from stromboli.integrations.live import POD, FKey, FrameworkController
 from stromboli.integrations.registry import group_name_for_pod
 
 __all__ = ["EMULATED", "OperatorEmulation"]
 
 CreatePod = Callable[[dict], Awaitable[dict]]
+#: As the workload controllers' ``--max-workload-pods`` default.
+DEFAULT_MAX_PODS = 1000
 COMPONENT = "stromboli-operator-emulation"
 #: Framework kinds whose pods the simulator makes.
 EMULATED = frozenset(PLANNERS)
@@ -38,8 +40,17 @@ _CONVERTED = frozenset((info.api_version, info.kind) for info in CONVERTED)
 class OperatorEmulation:
     """The adapters and the emulated operators, stepped with the simulator's controllers."""
 
-    def __init__(self, store: ClusterStore, clock: Clock, create_pod: CreatePod) -> None:
+    def __init__(
+        self,
+        store: ClusterStore,
+        clock: Clock,
+        create_pod: CreatePod,
+        *,
+        max_pods: int = DEFAULT_MAX_PODS,
+    ) -> None:
         self.store = store
+        #: Pods one framework object may have made (the workload controllers' bound).
+        self.max_pods = max_pods
         self.create_pod = create_pod
         self.recorder = EventRecorder(store, clock, COMPONENT)
         self.adapters = FrameworkController(
@@ -62,7 +73,7 @@ class OperatorEmulation:
         written -= before
         namespaces: dict[str, list[dict[str, Any]]] = {}
         for key, obj in self.adapters.objects():
-            api_version, kind, ns, name = key
+            api_version, kind, ns, _ = key
             planner = PLANNERS.get((api_version, kind))
             if (api_version, kind) not in _CONVERTED:
                 continue  # read by others (Trainer's runtimes), nothing of its own
@@ -81,24 +92,46 @@ class OperatorEmulation:
             owned = _owned_by(obj, namespaces[ns])
             groups = [g["metadata"]["name"] for g in conversion.podgroups]
             group = self.adapters.podgroup(ns, (groups or list(conversion.adopted) or [""])[0])
-            try:
-                wanted = planner(obj, owned, group, conversion, self.adapters.related(key))
-            except ValueError as err:  # the adapter accepted it, the operator would not
-                self._note(f"{kind}/{ns}/{name}", f"{kind} {ns}/{name}: no pods: {err}")
-                continue
-            have = {p["metadata"]["name"] for p in owned}
-            for pod in wanted:
-                if pod.get("kind") != "Pod":  # a gang or a child object the operator makes
-                    written += await self._make(pod)
+            written += await self._operate(key, obj, owned, group, conversion, namespaces[ns])
+        return written
+
+    async def _operate(
+        self,
+        key: FKey,
+        obj: dict[str, Any],
+        owned: list[dict[str, Any]],
+        group: dict[str, Any] | None,
+        conversion: Conversion,
+        listed: list[dict[str, Any]],
+    ) -> int:
+        """Make what the object's operator would by now; at most ``max_pods`` pods per object
+        (a hostile ``replicas: 2147483647`` makes a note, not two billion pods)."""
+        api_version, kind, ns, name = key
+        planner = PLANNERS[(api_version, kind)]
+        have = {p["metadata"]["name"] for p in owned}
+        written = pods = 0
+        try:
+            for item in planner(obj, owned, group, conversion, self.adapters.related(key)):
+                if item.get("kind") != "Pod":  # a gang or a child object the operator makes
+                    written += await self._make(item)
                     continue
-                if pod["metadata"]["name"] in have:
+                pods += 1
+                if pods > self.max_pods:
+                    self._note(
+                        f"cap/{kind}/{ns}/{name}",
+                        f"{kind} {ns}/{name}: stopped at {self.max_pods} pods "
+                        "(--max-workload-pods)",
+                    )
+                    break
+                if item["metadata"]["name"] in have:
                     continue
-                pod = self._enrolled(pod, obj)
-                created = await self.create_pod(pod)
-                namespaces[ns].append(created)
+                created = await self.create_pod(self._enrolled(item, obj))
+                listed.append(created)
                 self.adapters.seen(POD, "ADDED", created)
                 self.pods_made += 1
                 written += 1
+        except ValueError as err:  # the adapter accepted it, the operator would not
+            self._note(f"{kind}/{ns}/{name}", f"{kind} {ns}/{name}: no more pods: {err}")
         return written
 
     def _enrolled(self, pod: dict[str, Any], owner: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ skipped. The gang of each pod is the adapter's (``WorkflowAdapter.podgroup_for_p
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from stromboli.core.simulate.operators.pods import owned_pod, phase_of
@@ -99,13 +99,12 @@ def argo_workflow(
     group: Obj | None,
     conversion: Conversion,
     related: Sequence[Obj] = (),
-) -> list[dict[str, Any]]:
+) -> Iterator[dict[str, Any]]:
     """The pods due now, and the step-group PodGroups they need first."""
     meta = read_meta(obj)
     walk = _Walk(obj, pods)
     entry = walk.templates.by_name.get(walk.templates.entrypoint or "")
     walk.run(entry, meta.name)
-    made: list[dict[str, Any]] = []
     for node, template in walk.due:
         template_name = str(template.get("name") or "pod")
         container = dict(mapping(template.get(_kind(template)), "container"))
@@ -118,9 +117,8 @@ def argo_workflow(
         pod = owned_pod(obj, name, pod_template, {WORKFLOW_LABEL: meta.name}, None)
         pod["metadata"]["annotations"][NODE_NAME_ANNOTATION] = node
         gang = ADAPTER.podgroup_for_pod(pod, obj)
-        made += [dict(g) for g in gang.podgroups]
-        made.append(apply_mutation(pod, gang.mutations[0]))
-    return made
+        yield from (dict(g) for g in gang.podgroups)
+        yield apply_mutation(pod, gang.mutations[0])
 
 
 def _kind(template: Mapping[str, Any]) -> str:

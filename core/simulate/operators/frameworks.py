@@ -1,15 +1,16 @@
 """What each framework's operator creates, pod by pod, given its object and the gang.
 
-Each function returns the pods the operator would have by now, by name (already existing ones
-are not made twice): ``pods`` are the object's pods stored so far, ``group`` its PodGroup (or
-None), ``conversion`` the adapter's result for the object. Names, labels and ownership follow
+Each function yields the pods the operator would have by now, by name (already existing ones
+are not made twice; the caller stops reading at its bound): ``pods`` are the object's pods
+stored so far, ``group`` its PodGroup (or None), ``conversion`` the adapter's result for the
+object, ``related`` what the conversion read besides. Names, labels and ownership follow
 the operators' code, cited per function; the index-based names stand in for the random
 suffixes some operators draw, so that a simulation is reproducible.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from stromboli.core.api import constants as k
@@ -39,7 +40,7 @@ from stromboli.integrations.spark.convert import (
 
 Obj = Mapping[str, Any]
 Planner = Callable[
-    [Obj, Sequence[Obj], Obj | None, Conversion, Sequence[Obj]], list[dict[str, Any]]
+    [Obj, Sequence[Obj], Obj | None, Conversion, Sequence[Obj]], Iterator[dict[str, Any]]
 ]
 #: PodGroup phases in which the gang has been admitted (the training operator waits for one).
 ADMITTED = (k.PodGroupPhase.INQUEUE, k.PodGroupPhase.RUNNING)
@@ -57,16 +58,15 @@ def training_operator(
     group: Obj | None,
     conversion: Conversion,
     related: Sequence[Obj] = (),
-) -> list[dict[str, Any]]:
+) -> Iterator[dict[str, Any]]:
     """Kubeflow training-operator v1 (``pkg/controller.v1/common/pod.go``): pods
     ``<job>-<type>-<index>`` labelled with the job name, replica type (lower case) and index,
     made only once the job's PodGroup is ``Inqueue`` (``pkg/controller.v1/common/job.go``:
     the gang scheduler's PodGroup must be admitted before any pod)."""
     if not _admitted(group):
-        return []
+        return
     meta = read_meta(obj)
     field, allowed = KINDS[meta.kind]
-    made = []
     for replica in read_replicas(mapping(obj.get("spec"), "spec"), field, allowed, {}):
         rtype = replica.type.lower()
         for index in range(replica.replicas):
@@ -79,8 +79,7 @@ def training_operator(
             if replica.type in ("Master", "Chief"):
                 labels[f"{TRAINING_LABELS}/job-role"] = "master"
             name = f"{meta.name}-{rtype}-{index}"
-            made.append(owned_pod(obj, name, replica.template, labels, conversion))
-    return made
+            yield owned_pod(obj, name, replica.template, labels, conversion)
 
 
 def mpi_operator(
@@ -89,7 +88,7 @@ def mpi_operator(
     group: Obj | None,
     conversion: Conversion,
     related: Sequence[Obj] = (),
-) -> list[dict[str, Any]]:
+) -> Iterator[dict[str, Any]]:
     """MPI operator v2 (``pkg/controller/mpi_job_controller.go``): workers
     ``<job>-worker-<i>`` and the launcher ``<job>-launcher`` (its Job's pod here), labelled
     with the job name and role; the launcher at once (``launcherCreationPolicy: AtStartup``,
@@ -101,7 +100,6 @@ def mpi_operator(
             mapping(obj.get("spec"), "spec"), "mpiReplicaSpecs", ("Launcher", "Worker"), {}
         )
     }
-    made = []
     worker = replicas.get("Worker")
     workers = worker.replicas if worker is not None else 0
     template = worker.template if worker is not None else {}
@@ -112,7 +110,7 @@ def mpi_operator(
             f"{TRAINING_LABELS}/job-role": "worker",
             f"{TRAINING_LABELS}/replica-index": str(index),
         }
-        made.append(owned_pod(obj, f"{meta.name}-worker-{index}", template, labels, conversion))
+        yield owned_pod(obj, f"{meta.name}-worker-{index}", template, labels, conversion)
     running = sum(
         1
         for p in pods
@@ -128,23 +126,20 @@ def mpi_operator(
             f"{TRAINING_LABELS}/job-name": meta.name,
             f"{TRAINING_LABELS}/job-role": "launcher",
         }
-        made.append(owned_pod(obj, f"{meta.name}-launcher", launcher.template, labels, conversion))
-    return made
+        yield owned_pod(obj, f"{meta.name}-launcher", launcher.template, labels, conversion)
 
 
 def _ray_cluster_pods(
     obj: Obj, spec: Obj, field: str, cluster: str, conversion: Conversion
-) -> list[dict[str, Any]]:
+) -> Iterator[dict[str, Any]]:
     """KubeRay (``ray-operator/controllers/ray/raycluster_controller.go``): the head
     ``<cluster>-head`` and each group's workers ``<cluster>-<group>-worker-<i>`` at once,
     labelled ``ray.io/cluster``, ``ray.io/node-type`` and ``ray.io/group``."""
     head = mapping(spec.get("headGroupSpec"), f"{field}.headGroupSpec")
     labels = {CLUSTER_LABEL: cluster, NODE_TYPE_LABEL: "head", GROUP_LABEL: "headgroup"}
-    made = [
-        owned_pod(
-            obj, f"{cluster}-head", mapping(head.get("template"), "template"), labels, conversion
-        )
-    ]
+    yield owned_pod(
+        obj, f"{cluster}-head", mapping(head.get("template"), "template"), labels, conversion
+    )
     for i, group in enumerate(sequence(spec.get("workerGroupSpecs"), f"{field}.workerGroupSpecs")):
         where = f"{field}.workerGroupSpecs[{i}]"
         group = mapping(group, where)
@@ -154,8 +149,7 @@ def _ray_cluster_pods(
         for index in range(count * hosts):
             labels = {CLUSTER_LABEL: cluster, NODE_TYPE_LABEL: "worker", GROUP_LABEL: name}
             pod_name = f"{cluster}-{name}-worker-{index}"
-            made.append(owned_pod(obj, pod_name, template, labels, conversion))
-    return made
+            yield owned_pod(obj, pod_name, template, labels, conversion)
 
 
 def kuberay_cluster(
@@ -164,9 +158,11 @@ def kuberay_cluster(
     group: Obj | None,
     conversion: Conversion,
     related: Sequence[Obj] = (),
-) -> list[dict[str, Any]]:
+) -> Iterator[dict[str, Any]]:
     meta = read_meta(obj)
-    return _ray_cluster_pods(obj, mapping(obj.get("spec"), "spec"), "spec", meta.name, conversion)
+    yield from _ray_cluster_pods(
+        obj, mapping(obj.get("spec"), "spec"), "spec", meta.name, conversion
+    )
 
 
 def kuberay_job(
@@ -175,23 +171,26 @@ def kuberay_job(
     group: Obj | None,
     conversion: Conversion,
     related: Sequence[Obj] = (),
-) -> list[dict[str, Any]]:
+) -> Iterator[dict[str, Any]]:
     """A RayJob's cluster (``<job>-raycluster`` here; KubeRay adds a random suffix) and, once
     every cluster pod runs, the K8sJobMode submitter ``<job>-submitter``
     (``ray-operator/controllers/ray/rayjob_controller.go``)."""
     meta = read_meta(obj)
     spec = mapping(obj.get("spec"), "spec")
     cluster_spec = mapping(spec.get("rayClusterSpec"), "spec.rayClusterSpec")
-    made = _ray_cluster_pods(
+    wanted = 0
+    for pod in _ray_cluster_pods(
         obj, cluster_spec, "spec.rayClusterSpec", f"{meta.name}-raycluster", conversion
-    )
+    ):
+        wanted += 1
+        yield pod
     mode = spec.get("submissionMode") or "K8sJobMode"
     cluster_pods = [
         p for p in pods if CLUSTER_LABEL in ((p.get("metadata") or {}).get("labels") or {})
     ]
     if (
         mode == "K8sJobMode"
-        and len(cluster_pods) >= len(made)
+        and len(cluster_pods) >= wanted
         and all(phase_of(p) == "Running" for p in cluster_pods)
     ):
         template = mapping(spec.get("submitterPodTemplate"), "spec.submitterPodTemplate") or {
@@ -207,8 +206,7 @@ def kuberay_job(
             }
         }
         labels = {"batch.kubernetes.io/job-name": meta.name}
-        made.append(owned_pod(obj, f"{meta.name}-submitter", template, labels, conversion))
-    return made
+        yield owned_pod(obj, f"{meta.name}-submitter", template, labels, conversion)
 
 
 def _spark_template(obj: Obj, role: str) -> dict[str, Any]:
@@ -233,7 +231,7 @@ def spark_operator(
     group: Obj | None,
     conversion: Conversion,
     related: Sequence[Obj] = (),
-) -> list[dict[str, Any]]:
+) -> Iterator[dict[str, Any]]:
     """Spark operator (``internal/controller/sparkapplication/submission.go``) runs
     spark-submit, which makes the driver ``<app>-driver``; the driver asks for the executors
     ``<app>-exec-<n>`` (from 1) once it runs (Spark's ``ExecutorPodsAllocator``), owned by
@@ -248,7 +246,7 @@ def spark_operator(
         {**labels, ROLE_LABEL: "driver"},
         conversion,
     )
-    made = [driver]
+    yield driver
     stored = next(
         (p for p in pods if (p.get("metadata") or {}).get("name") == f"{meta.name}-driver"), None
     )
@@ -263,8 +261,7 @@ def spark_operator(
                 conversion,
                 controller=stored,
             )
-            made.append(executor)
-    return made
+            yield executor
 
 
 def jobset_controller(
@@ -273,19 +270,17 @@ def jobset_controller(
     group: Obj | None,
     conversion: Conversion,
     related: Sequence[Obj] = (),
-) -> list[dict[str, Any]]:
+) -> Iterator[dict[str, Any]]:
     """JobSet (``pkg/controllers/jobset_controller.go``) makes a Job
     ``<jobset>-<replicatedJob>-<index>`` per replica, whose controller runs ``parallelism``
     pods; here the pods directly, ``<job>-<pod index>``, labelled with the JobSet and
     replicatedJob names."""
     meta = read_meta(obj)
-    made = []
     for job in read_replicated_jobs(mapping(obj.get("spec"), "spec"), "spec"):
         for index in range(job.pods):
             labels = {JOBSET_NAME_LABEL: meta.name, REPLICATED_JOB_LABEL: job.name}
             name = f"{meta.name}-{job.name}-{index}"
-            made.append(owned_pod(obj, name, job.template, labels, conversion))
-    return made
+            yield owned_pod(obj, name, job.template, labels, conversion)
 
 
 #: (apiVersion, kind) → what its operator makes.

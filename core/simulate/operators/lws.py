@@ -18,7 +18,7 @@ TrainJob's PodGroup.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from stromboli.core.simulate.operators.pods import owned_pod, phase_of
@@ -53,7 +53,7 @@ def leader_worker_set(
     group: Obj | None,
     conversion: Conversion,
     related: Sequence[Obj] = (),
-) -> list[dict[str, Any]]:
+) -> Iterator[dict[str, Any]]:
     meta = read_meta(obj)
     spec = mapping(obj.get("spec"), "spec")
     lwt = mapping(spec.get("leaderWorkerTemplate"), "spec.leaderWorkerTemplate")
@@ -65,7 +65,6 @@ def leader_worker_set(
     policy = string(spec.get("startupPolicy"), "spec.startupPolicy", "LeaderCreated")
     revision = short_hash(repr(sorted(lwt.items())))
     by_name = {str((p.get("metadata") or {}).get("name")): p for p in pods}
-    made: list[dict[str, Any]] = []
     for index in range(replicas):
         labels = {
             lws.NAME_LABEL: meta.name,
@@ -75,14 +74,14 @@ def leader_worker_set(
         name = f"{meta.name}-{index}"
         gang = lws.group_name(meta.name, str(index), revision)
         head = owned_pod(obj, name, leader, {**labels, lws.WORKER_INDEX_LABEL: "0"}, None)
-        made.append(apply_mutation(head, mutation("leader", gang, {}, "", force_scheduler=True)))
+        yield apply_mutation(head, mutation("leader", gang, {}, "", force_scheduler=True))
         stored = by_name.get(name)
         if stored is None or (policy == lws.LEADER_READY and phase_of(stored) != "Running"):
             continue
         if conversion.podgroup(gang) is None and gang not in conversion.adopted:
             continue  # the group follows its leader; the workers follow the group
         for w in range(1, size):
-            made.append(
+            yield (
                 owned_pod(
                     obj,
                     f"{name}-{w}",
@@ -92,7 +91,6 @@ def leader_worker_set(
                     controller=stored,
                 )
             )
-    return made
 
 
 def train_job(
@@ -101,7 +99,7 @@ def train_job(
     group: Obj | None,
     conversion: Conversion,
     related: Sequence[Obj] = (),
-) -> list[dict[str, Any]]:
+) -> Iterator[dict[str, Any]]:
     """The TrainJob's JobSet (an object to create, once): its pods are the JobSet's."""
     meta = read_meta(obj)
     spec = mapping(obj.get("spec"), "spec")
@@ -138,4 +136,4 @@ def train_job(
         },
         "spec": jobs_spec,
     }
-    return [jobset]
+    yield jobset
