@@ -9,7 +9,6 @@ back: what the next cycle would decide. Heavy modules are imported inside the co
 
 from __future__ import annotations
 
-import asyncio
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -276,6 +275,8 @@ def explain_command(
 ) -> None:
     """Show why TARGET waits: a pod (NAME or pod/NAME), job/NAME (a vcjob), podgroup/NAME or
     queue/NAME."""
+    import asyncio
+
     from stromboli.core.scheduler.conf import ConfigError
     from stromboli.core.simulate.loader import SimulationInputError
 
