@@ -36,6 +36,7 @@ from stromboli.core.api import constants as k
 from stromboli.core.api.registry import InvalidObjectError, kind_info, validate_object
 from stromboli.core.cluster.validation import object_problems, status_problems
 from stromboli.core.simulate.inert import simulator_kind
+from stromboli.core.simulate.workloads.validation import qualified_kind, workload_problems
 
 
 class AdmissionError(ValueError):
@@ -172,8 +173,15 @@ class Admission:
 
     @staticmethod
     def check_core(obj: dict) -> None:
-        """The API server's own refusal of a core object (``Pod "p" is invalid: ...``)."""
+        """The API server's own refusal of a core object (``Pod "p" is invalid: ...``) or of
+        a workload the simulator runs (``Job.batch "pi" is invalid: ...``)."""
         kind, api_version = obj.get("kind"), obj.get("apiVersion")
+        workload = workload_problems(obj)
+        if workload:
+            name = (obj.get("metadata") or {}).get("name")
+            raise AdmissionError(
+                f'{qualified_kind(obj)} "{name}" is invalid: ' + ", ".join(workload)
+            )
         if api_version != k.CORE_V1 or not isinstance(kind, str):
             return
         problems = object_problems(api_version, kind, obj) + status_problems(api_version, kind, obj)
