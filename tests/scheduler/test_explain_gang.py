@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stromboli.core.scheduler.builtins import register_builtins
 from stromboli.core.scheduler.explain_gang import gang_fit
@@ -223,3 +225,30 @@ def test_a_podgroup_whose_queue_does_not_exist_is_found_and_explained() -> None:
     result = explain_unqueued(job)
     assert result.stage == "enqueue"
     assert result.sentence.startswith("queue nowhere does not exist")
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    free=st.lists(st.integers(min_value=1, max_value=16), min_size=1, max_size=5),
+    cpu=st.integers(min_value=1, max_value=8),
+    members=st.integers(min_value=1, max_value=12),
+)
+def test_identical_members_fit_as_many_as_the_nodes_hold(
+    free: list[int], cpu: int, members: int
+) -> None:
+    register_builtins()
+    nodes = [node(f"n{i}", cpu=str(f)) for i, f in enumerate(free)]
+    ssn = make_session([*nodes, *gang("g", members, str(cpu))])
+    job = find_podgroup(ssn, "default", "g")
+    assert job is not None
+    fit = gang_fit(ssn, job)
+    room = sum(f // cpu for f in free)
+    assert fit.fit == min(room, members)
+    if room >= members:
+        assert not fit.lacks
+    else:
+        # Each node keeps less than one member's worth; the roomiest lacks the difference.
+        [(lack, pods)] = fit.lacks.items()
+        assert len(pods) == members - room
+        short = cpu - max(f % cpu for f in free)
+        assert lack.startswith(f"need {short} cpu more on any node"), lack
