@@ -217,6 +217,8 @@ def evictions_table(groups: list[EvictionGroup]) -> Table:
             else "-",
             group.reason,
         )
+    if len(groups) > MAX_JOB_ROWS:
+        table.caption = f"... and {len(groups) - MAX_JOB_ROWS} more rows; {table.caption}"
     return table
 
 

@@ -179,3 +179,15 @@ def test_a_final_state_without_makers_counts_nothing() -> None:
         )
         == []
     )  # a batch/v1 Job is Kubernetes' own, not a vcjob
+
+
+def test_a_long_eviction_list_is_cut_with_a_count() -> None:
+    from stromboli.core.simulate.report import MAX_JOB_ROWS, evictions_table
+
+    records = [
+        EvictionRecord("1970-01-01T00:00:10Z", f"ns/v{i}-0", f"ns/v{i}", "q", "preempt")
+        for i in range(MAX_JOB_ROWS + 3)
+    ]
+    table = evictions_table(group_evictions(records))
+    assert table.row_count == MAX_JOB_ROWS
+    assert str(table.caption).startswith("... and 3 more rows")
