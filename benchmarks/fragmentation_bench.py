@@ -2,9 +2,11 @@
 beside the published results of FGD (Weng et al., *Beware of Fragmentation*, USENIX ATC 2023).
 
 Reads ``../shared/traces/openb/`` (``--traces``) where it lies; nothing of it is copied here.
-The protocol is the paper's (the traces' README): pods arrive one at a time in trace order,
-re-sampled at random (``--seed``) and appended until the GPU demand that has arrived is
-``--tune`` (1.3) × the cluster's GPU capacity; nothing finishes; a pod that fits nowhere fails
+The protocol is the paper's artifact's (its ``generate_run_scripts.py`` and simulator): the
+trace's pods shuffled (``--seed``; ``--trace-order`` keeps the trace's order, as the traces'
+README describes), then tuned to ``--tune`` (1.3) × the cluster's GPU capacity of demand —
+pods re-sampled at random and appended, or, for a trace asking for more (multigpu50), pods
+removed at random; pods arrive one at a time; nothing finishes; a pod that fits nowhere fails
 and is not retried. Each pod is its own PodGroup, created in arrival order, and one session of
 the real scheduler (``allocate`` over the configured plugins) places them in that order, so
 every pod sees the placements of all before it. The GPU model of a node is its
@@ -148,19 +150,28 @@ def read_pods(path: Path) -> list[TracePod]:
         ]
 
 
-def arrivals(pods: Sequence[TracePod], capacity: float, seed: int, tune: float) -> list[TracePod]:
-    """The paper's arrival sequence: the trace in order, then pods re-sampled at random and
-    appended, until the GPU demand arrived reaches ``tune`` × ``capacity``."""
+def arrivals(
+    pods: Sequence[TracePod], capacity: float, seed: int, tune: float, shuffle: bool = True
+) -> list[TracePod]:
+    """The arrival sequence: the trace (shuffled with ``seed``, as the paper's artifact runs
+    it with ``--shuffle-pod=true``; in trace order when not ``shuffle``), then tuned to
+    ``tune`` × ``capacity`` of GPU demand: pods re-sampled at random and appended while the
+    next one still fits under it, or, for a trace asking for more, pods removed at random
+    until it no longer does."""
     target = tune * capacity
-    out: list[TracePod] = []
-    demand = 0.0
     rng = random.Random(seed)
-    index = 0
-    while demand < target and pods:
-        pod = pods[index] if index < len(pods) else rng.choice(pods)
-        out.append(pod)
-        demand += pod.gpu_demand
-        index += 1
+    out = sorted(pods, key=lambda p: p.name) if shuffle else list(pods)
+    if shuffle:
+        rng.shuffle(out)
+    demand = sum(p.gpu_demand for p in out)
+    while demand > target + 1e-9 and out:
+        demand -= out.pop(rng.randrange(len(out))).gpu_demand
+    while pods:
+        extra = rng.choice(pods)
+        if demand + extra.gpu_demand > target + 1e-9:
+            break
+        out.append(extra)
+        demand += extra.gpu_demand
     return out
 
 
@@ -332,14 +343,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--policy", action="append", choices=sorted(POLICIES))
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--tune", type=float, default=1.3)
+    parser.add_argument("--trace-order", action="store_true", help="do not shuffle the trace")
     args = parser.parse_args(argv)
     nodes = read_nodes(args.traces / NODE_FILE)
     capacity = float(sum(n.gpus for n in nodes))
-    print(f"openb: {len(nodes)} nodes, {capacity:.0f} GPUs; seed {args.seed}, tune {args.tune}")
+    order = "trace order" if args.trace_order else "shuffled"
+    print(
+        f"openb: {len(nodes)} nodes, {capacity:.0f} GPUs; seed {args.seed}, tune {args.tune}, "
+        f"pods {order}"
+    )
     for trace in args.trace or list(WORKLOADS):
         workload = WORKLOADS[trace]
         sequence = arrivals(
-            read_pods(args.traces / f"{workload}.csv"), capacity, args.seed, args.tune
+            read_pods(args.traces / f"{workload}.csv"),
+            capacity,
+            args.seed,
+            args.tune,
+            shuffle=not args.trace_order,
         )
         paper = expected(args.traces / EXPECTED_FILE, workload, POINTS)
         ours: dict[str, dict[int, float]] = {}

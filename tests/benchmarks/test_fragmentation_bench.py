@@ -52,14 +52,23 @@ def test_the_fragmentation_policy_allocates_what_binpack_strands(tmp_path: Path)
         assert ours > placed_gpus(nodes, pods, policy) + 0.5
 
 
-def test_arrivals_follow_the_trace_then_resample_to_the_tuned_demand() -> None:
+def test_arrivals_tune_up_by_resampling_the_trace() -> None:
     pods = [bench.TracePod(f"p{i}", 1000, 1024, 1, 500) for i in range(4)]
     sequence = bench.arrivals(pods, capacity=4.0, seed=7, tune=1.3)
-    assert sequence[:4] == pods
+    assert sorted(sequence[:4], key=lambda p: p.name) == pods  # the trace, shuffled
     demand = sum(p.gpu_demand for p in sequence)
-    assert 5.2 <= demand < 5.2 + 0.5
+    assert 5.2 - 0.5 < demand <= 5.2
     assert all(p in pods for p in sequence[4:])
     assert bench.arrivals(pods, 4.0, 7, 1.3) == sequence  # the seed decides
+    in_order = bench.arrivals(pods, 4.0, 7, 1.3, shuffle=False)
+    assert in_order[:4] == pods
+
+
+def test_arrivals_tune_down_a_trace_that_asks_for_more() -> None:
+    pods = [bench.TracePod(f"p{i}", 1000, 1024, 2, 1000) for i in range(10)]
+    sequence = bench.arrivals(pods, capacity=4.0, seed=3, tune=1.3)
+    assert sum(p.gpu_demand for p in sequence) == 4.0  # the most pods of 2 under 5.2
+    assert len(set(p.name for p in sequence)) == len(sequence)
 
 
 def test_the_curve_counts_what_was_placed_by_arrived_demand() -> None:
