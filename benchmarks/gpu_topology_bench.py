@@ -9,6 +9,7 @@ actions; loading and store writes excluded), the cycles, and the load average (t
 shared).
 
 Run: .venv/bin/python benchmarks/gpu_topology_bench.py [--nodes N] [--jobs J] [--size S]
+[--topology hard|soft|none]
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ tiers:
 RACK, SPINE, ZONE = 16, 10, 8
 
 
-def workload(nodes: int, jobs: int, size: int) -> str:
+def workload(nodes: int, jobs: int, size: int, mode: str = "hard") -> str:
     docs: list[str] = []
     for i in range(nodes):
         docs.append(
@@ -98,14 +99,15 @@ spec:
 {members}"""
         )
     for j in range(jobs):
+        topology = f"\n  networkTopology: {{mode: {mode}, highestTierAllowed: 1}}"
         docs.append(
             f"""apiVersion: scheduling.volcano.sh/v1beta1
 kind: PodGroup
 metadata: {{name: train-{j}, namespace: default}}
 spec:
   minMember: {size}
-  queue: default
-  networkTopology: {{mode: hard, highestTierAllowed: 1}}"""
+  queue: default"""
+            + (topology if mode != "none" else "")
         )
         for p in range(size):
             docs.append(
@@ -146,17 +148,24 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--jobs", type=int, default=1000)
     parser.add_argument("--size", type=int, default=8)
+    parser.add_argument(
+        "--topology",
+        choices=("hard", "soft", "none"),
+        default="hard",
+        help="the gangs' networkTopology mode (none: no networkTopology, for comparison)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "gpu-topology.yaml"
-        path.write_text(workload(args.nodes, args.jobs, args.size))
+        path.write_text(workload(args.nodes, args.jobs, args.size, args.topology))
         conf = Path(folder) / "conf.yaml"
         conf.write_text(CONFIG)
         figures = asyncio.run(run(path, conf))
     bound, seconds = figures["pods_bound"], figures["decision_s"]
     load = os.getloadavg()
     print(
-        f"{args.nodes} nodes x 8 GPUs, 3-tier HyperNodes, {args.jobs} gangs of {args.size}: "
+        f"{args.nodes} nodes x 8 GPUs, 3-tier HyperNodes, {args.jobs} gangs of {args.size} "
+        f"(networkTopology {args.topology}): "
         f"{bound} pods bound in {figures['cycles']} cycles"
     )
     print(
