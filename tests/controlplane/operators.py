@@ -15,6 +15,7 @@ import base64
 import os
 import shutil
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -34,6 +35,14 @@ POOL_KEY = "stromboli.dev/test-pool"
 GROUP = "scheduling.k8s.io/group-name"
 TASK = "volcano.sh/task-spec"
 PODGROUPS = "/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups"
+STROMBOLI = Path(sys.executable).with_name("stromboli")
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+WEBHOOK_USER = "system:serviceaccount:volcano-system:stromboli-webhook"
+SA_GROUPS = ("system:serviceaccounts", "system:serviceaccounts:volcano-system")
+ENROL_WEBHOOK = (
+    "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/"
+    "volcano-admission-service-pods-mutate"
+)
 TRAINING_VWC = "validator.training-operator.kubeflow.org"
 #: Where the training-operator reads its webhook certificate (pkg/cert/cert.go: fixed).
 TRAINING_CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")
@@ -63,10 +72,11 @@ class OperatorProcess:
         log: Path,
         args: Sequence[str],
         env: Mapping[str, str] | None = None,
+        prefix: Sequence[str] = (),
     ) -> None:
         self.build = build
         self.log = log
-        self.argv = [str(build.binary), *args]
+        self.argv = [*prefix, str(build.binary), *args]
         self.env = {**os.environ, "KUBECONFIG": str(cp.kubeconfig_path), **(env or {})}
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -166,6 +176,46 @@ def _mount_webhook_certs(client: KubeHTTP, home: str, operator: OperatorProcess)
     TRAINING_CERT_DIR.mkdir(parents=True, exist_ok=True)
     for name in ("tls.key", "tls.crt"):  # the key first: the rotator waits for tls.crt
         (TRAINING_CERT_DIR / name).write_bytes(base64.b64decode(data[name]))
+
+
+def start_enrol_webhook(cp: ControlPlane, run_dir: Path, namespace: str) -> subprocess.Popen[bytes]:
+    """``stromboli webhook-manager`` serving ``/pods/mutate`` on 127.0.0.1 as deploy/webhook.yaml's
+    ServiceAccount, once it mutates a dry-run pod of the enrolled ``namespace``; delete
+    :data:`ENROL_WEBHOOK` after stopping it."""
+    cp.apply_manifests(DEPLOY / "namespace.yaml")
+    cp.apply_manifests(DEPLOY / "webhook.yaml")
+    kubeconfig = cp.write_kubeconfig(
+        run_dir / "webhook.kubeconfig", user=WEBHOOK_USER, groups=SA_GROUPS
+    )
+    port = free_port()
+    log = run_dir / "webhook-manager.log"
+    process = subprocess.Popen(
+        [
+            str(STROMBOLI),
+            "webhook-manager",
+            f"--kubeconfig={kubeconfig}",
+            "--listen-address=127.0.0.1",
+            f"--port={port}",
+            f"--webhook-url=https://127.0.0.1:{port}",
+            "--enabled-admission=/pods/mutate",
+        ],
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+    )
+    probe = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"generateName": "probe-", "namespace": namespace},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+    deadline = time.monotonic() + 60
+    while True:
+        made = cp.client.post(f"/api/v1/namespaces/{namespace}/pods", probe, dryRun="All")
+        if made["spec"].get("schedulerName") == "volcano":
+            return process
+        assert process.poll() is None, f"webhook-manager exited:\n{log.read_text()}"
+        assert time.monotonic() < deadline, f"never mutated:\n{log.read_text()}"
+        time.sleep(0.2)
 
 
 class Pool:

@@ -13,8 +13,6 @@ and binds whole once it fits, in a PodGroup of the same name, minMember and minR
 from __future__ import annotations
 
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +28,7 @@ from stromboli.integrations.common import ADAPTER_LABEL
 
 from .jobs_live import Stack
 from .operators import (
+    ENROL_WEBHOOK,
     GROUP,
     TASK,
     OperatorProcess,
@@ -41,20 +40,12 @@ from .operators import (
     operator_build,
     podgroups,
     pods,
+    start_enrol_webhook,
     start_training_operator,
     wait_until,
 )
 from .test_operator_kuberay import RAY, ray_cluster
 from .test_operator_training import PYTORCHJOBS, group_of, pytorchjob
-
-STROMBOLI = Path(sys.executable).with_name("stromboli")
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
-WEBHOOK_USER = "system:serviceaccount:volcano-system:stromboli-webhook"
-SA_GROUPS = ("system:serviceaccounts", "system:serviceaccounts:volcano-system")
-CONFIGURATION = (
-    "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/"
-    "volcano-admission-service-pods-mutate"
-)
 
 
 @dataclass
@@ -83,43 +74,6 @@ class Enrolled:
         return wait_until(what, probe, timeout=timeout, alive=[self.check_alive], logs=self.logs)
 
 
-def _start_webhook(cp: ControlPlane, run_dir: Path, namespace: str) -> subprocess.Popen[bytes]:
-    cp.apply_manifests(DEPLOY / "namespace.yaml")
-    cp.apply_manifests(DEPLOY / "webhook.yaml")
-    kubeconfig = cp.write_kubeconfig(
-        run_dir / "webhook.kubeconfig", user=WEBHOOK_USER, groups=SA_GROUPS
-    )
-    port = free_port()
-    log = run_dir / "webhook-manager.log"
-    process = subprocess.Popen(
-        [
-            str(STROMBOLI),
-            "webhook-manager",
-            f"--kubeconfig={kubeconfig}",
-            "--listen-address=127.0.0.1",
-            f"--port={port}",
-            f"--webhook-url=https://127.0.0.1:{port}",
-            "--enabled-admission=/pods/mutate",
-        ],
-        stdout=log.open("ab"),
-        stderr=subprocess.STDOUT,
-    )
-    probe = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"generateName": "probe-", "namespace": namespace},
-        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
-    }
-    deadline = time.monotonic() + 60
-    while True:
-        made = cp.client.post(f"/api/v1/namespaces/{namespace}/pods", probe, dryRun="All")
-        if made["spec"].get("schedulerName") == "volcano":
-            return process
-        assert process.poll() is None, f"webhook-manager exited:\n{log.read_text()}"
-        assert time.monotonic() < deadline, f"never mutated:\n{log.read_text()}"
-        time.sleep(0.2)
-
-
 @pytest.fixture(scope="module")
 def enrolled(
     control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
@@ -140,7 +94,7 @@ def enrolled(
     )
     ray_pool.add(3)
     train_pool.add(3)
-    webhook = _start_webhook(control_plane, log_dir, namespace)
+    webhook = start_enrol_webhook(control_plane, log_dir, namespace)
     # The controller reads which framework CRDs are served when it starts: after install_crds.
     stack = Stack(control_plane, log_dir).start()
     ray_args = [
@@ -169,7 +123,7 @@ def enrolled(
         stack.stop()
         webhook.terminate()
         webhook.wait(30)
-        client.delete(CONFIGURATION)
+        client.delete(ENROL_WEBHOOK)
         client.delete(f"/api/v1/namespaces/{namespace}")
         ray_pool.remove()
         train_pool.remove()
