@@ -81,6 +81,8 @@ MAX_REPORTED: Final = 10_000
 #: Followed whatever frameworks are installed.
 BASE_KINDS: Final = (NAMESPACE, PODGROUP, PRIORITY_CLASS)
 
+_RUNTIMES: Final = frozenset((i.api_version, i.kind) for i in RELATED)
+
 #: (apiVersion, kind, namespace, name) of a framework object.
 FKey = tuple[str, str, str, str]
 _FALLBACK_PREFIX: Final = "podgroup-"
@@ -276,6 +278,8 @@ class FrameworkController:
             named = held.get(ns)
             if named is not None:
                 named.pop(name, None)
+                if not named:
+                    del held[ns]
             self._forget(key)
         else:
             held.setdefault(ns, {})[name] = obj
@@ -286,7 +290,7 @@ class FrameworkController:
             owner_kind = (str(ref.get("apiVersion")), str(ref.get("kind")))
             if owner_kind in self._served:
                 self._mark((*owner_kind, ns, str(ref.get("name"))))
-        if (kind[0], kind[1]) in {(i.api_version, i.kind) for i in RELATED}:
+        if kind in _RUNTIMES:
             for job_ns, jobs in self._objects.get(TRAINJOB, {}).items():
                 if kind[1] == "ClusterTrainingRuntime" or job_ns == ns:
                     for job in jobs:

@@ -425,3 +425,4 @@ async def test_deleted_objects_leave_nothing_behind() -> None:
     state = (adapters._conversions, adapters._group_owner, adapters._owned_groups)
     assert state == ({}, {}, {})
     assert adapters._reported == {} and adapters._dirty == {}
+    assert adapters._objects.get(PYTORCH) == {}
