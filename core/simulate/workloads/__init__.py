@@ -14,10 +14,12 @@ from stromboli.core.clock import Clock
 from stromboli.core.cluster.store import ClusterStore
 from stromboli.core.controller.reconciler import JobMutator, Reconciler
 from stromboli.core.events import EventRecorder
+from stromboli.core.informer import Informer
 from stromboli.core.simulate.workloads.batchjob import BatchJobController
 from stromboli.core.simulate.workloads.common import (
     COMPONENT,
     DEFAULT_MAX_PODS,
+    POD,
     CreatePod,
     OwnerController,
 )
@@ -45,7 +47,14 @@ class WorkloadControllers:
         self.recorder = EventRecorder(store, clock, COMPONENT)
         self.cronjobs = BatchCronJobController(store, clock, self.recorder, mutate_job=mutate_job)
         self.owners: list[OwnerController] = [
-            cls(store, clock, self.recorder, create_pod, max_pods)
+            cls(
+                store,
+                clock,
+                self.recorder,
+                create_pod,
+                max_pods,
+                watch_children=cls.child_kind != POD,
+            )
             for cls in (
                 BatchJobController,
                 DeploymentController,
@@ -53,17 +62,26 @@ class WorkloadControllers:
                 StatefulSetController,
             )
         ]
+        self._pod_owners = [c for c in self.owners if c.child_kind == POD]
+        #: One pod watch for every controller that owns pods.
+        self.pods = Informer(store, [POD], self._pod_seen)
+
+    def _pod_seen(self, kind: tuple[str, str], event_type: str, pod: dict[str, Any]) -> None:
+        for controller in self._pod_owners:
+            controller.seen(kind, event_type, pod)
 
     @property
     def controllers(self) -> list[Reconciler[Any]]:
         return [self.cronjobs, *self.owners]
 
     async def start(self) -> None:
+        await self.pods.start()
         for controller in self.controllers:
             await controller.start()
 
     async def step(self) -> int:
         """One round of each; returns the objects written."""
+        await self.pods.pump()
         return sum([await controller.step() for controller in self.controllers])
 
     def next_wakeup(self) -> float | None:

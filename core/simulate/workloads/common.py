@@ -160,8 +160,13 @@ class OwnerController(Reconciler[Key]):
         recorder: EventRecorder,
         pod_factory: CreatePod,
         max_pods: int = DEFAULT_MAX_PODS,
+        *,
+        watch_children: bool = True,
     ) -> None:
-        super().__init__(store, clock, [self.owner_kind, self.child_kind], recorder, COMPONENT)
+        # Pod children may be fed by a watch shared with other controllers (``seen``), which
+        # spares one decode of every pod event per controller.
+        kinds = [self.owner_kind, self.child_kind] if watch_children else [self.owner_kind]
+        super().__init__(store, clock, kinds, recorder, COMPONENT)
         self.pod_factory = pod_factory
         self.max_pods = max_pods
         #: Pods created per owner uid, and the owners that reached ``max_pods``.
@@ -173,6 +178,10 @@ class OwnerController(Reconciler[Key]):
         #: Monotonic time at which an owner must be looked at again (a backoff, a deadline).
         self._due: dict[Key, float] = {}
         self.notes: list[str] = []
+
+    def seen(self, kind: tuple[str, str], event_type: str, obj: dict[str, Any]) -> None:
+        """An event of another watch (the shared pod watch)."""
+        self._seen(kind, event_type, obj)
 
     def _seen(self, kind: tuple[str, str], event_type: str, obj: dict[str, Any]) -> None:
         key = object_key(obj)
