@@ -278,12 +278,13 @@ class ConfigSource:
         self.last_error: str = ""
 
     def _load(self) -> SchedulerConfig:
+        skipped: list[Skipped] = []
         if self.path is None:
-            config, skipped = default_config(), []
+            config = default_config()
         else:
             text = _read_file(self.path)
             if self.strict:
-                config, skipped = parse_config(text, str(self.path)), []
+                config = parse_config(text, str(self.path))
             else:
                 config, skipped = read_config(text, str(self.path))
         self.skipped = skipped
