@@ -31,12 +31,12 @@ from stromboli.core.devcluster import ControlPlane
 from stromboli.core.devcluster.client import KubeAPIError, KubeHTTP
 from stromboli.core.devcluster.controlplane import free_port
 from stromboli.integrations.common import Context
-from stromboli.integrations.kinds import framework_kind
+from stromboli.integrations.kinds import FRAMEWORK_KINDS, framework_kind
 from stromboli.integrations.registry import adapter_for
 from tests.integrations import test_argo, test_jobset, test_kubeflow, test_kuberay, test_spark
 from tests.integrations.kit import obj, template
 
-from .framework_crds import install_framework_crds
+from .framework_crds import CRDS, install_framework_crds
 from .jobs_live import STROMBOLI, Process
 from .operators import GROUP, TASK, Pool, bound, make_namespace, pods, wait_until
 
@@ -53,6 +53,8 @@ SUFFIX = uuid.uuid4().hex[:6]
 ENROLLED, LATER = f"fw-{SUFFIX}", f"fw-later-{SUFFIX}"
 PRIORITY = f"fw-high-{SUFFIX}"
 PYTORCH = ("kubeflow.org/v1", "PyTorchJob")
+LWS = ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")
+ALL_KINDS = [(info.api_version, info.kind) for info in FRAMEWORK_KINDS]
 
 
 def path(api_version: str, kind: str, ns: str, name: str = "") -> str:
@@ -68,6 +70,7 @@ class Live:
     pool: Pool
     processes: dict[str, subprocess.Popen[bytes] | Process]
     logs_dir: Path
+    lws_installed_first: bool
 
     def logs(self) -> str:
         parts = []
@@ -122,7 +125,15 @@ def live(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) 
     cp.apply_manifests(build_crds())
     for manifest in ("namespace.yaml", "rbac.yaml", "webhook.yaml"):
         cp.apply_manifests(DEPLOY / manifest)
-    install_framework_crds(client)
+    # LeaderWorkerSet's CRD comes later (test_a_crd_installed_later_...), unless another
+    # module of the session installed it already.
+    try:
+        client.get(f"{CRDS}/leaderworkersets.leaderworkerset.x-k8s.io")
+        lws_there = True
+    except KubeAPIError as err:
+        assert err.status == 404, err
+        lws_there = False
+    install_framework_crds(client, [k for k in ALL_KINDS if k != LWS])
     make_namespace(client, ENROLLED, {"stromboli.dev/enroll": "true"})
     make_namespace(client, LATER)
     client.post(
@@ -171,7 +182,7 @@ def live(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) 
     ]
     processes["scheduler"] = scheduler.start()
     processes["controller"] = controller.start()
-    state = Live(client, pool, processes, run_dir)
+    state = Live(client, pool, processes, run_dir, lws_there)
     try:
         deadline = time.monotonic() + 60
         while not _mutating(client):
@@ -498,3 +509,70 @@ def test_every_kind_gets_the_podgroup_its_conversion_names(
         live.wait(
             f"{kind}'s PodGroup {name} collected", lambda n=name: live.group(ENROLLED, n) is None
         )
+
+
+def test_a_crd_installed_later_is_followed_after_a_restart(live: Live) -> None:
+    """Discovery runs when the controller starts: a CRD installed since is followed once the
+    controller restarts. LeaderWorkerSet groups are owned by their leader pods."""
+    client = live.client
+    controller = live.processes["controller"]
+    assert isinstance(controller, Process)
+    if not live.lws_installed_first:
+        # Not installed when the controller started: it said so, once.
+        log = controller.tail(200_000).splitlines()
+        lines = [line for line in log if "not installed" in line]
+        assert len(lines) == 1 and "LeaderWorkerSet" in lines[0], lines
+    install_framework_crds(client, [LWS])
+    spec = {
+        "replicas": 1,
+        "leaderWorkerTemplate": {
+            "size": 2,
+            "workerTemplate": template(cpu="100m", memory="128Mi", **live.pool.pod_spec()),
+        },
+    }
+    lws = client.post(
+        path(*LWS, ENROLLED),
+        {"apiVersion": LWS[0], "kind": LWS[1], "metadata": {"name": "serve"}, "spec": spec},
+    )
+    # The leader as LWS's pod controller makes it (pkg/controllers/pod_controller.go, labels
+    # from pkg/utils/...: name, group index, worker index 0, template revision hash).
+    labels = {
+        "leaderworkerset.sigs.k8s.io/name": "serve",
+        "leaderworkerset.sigs.k8s.io/group-index": "0",
+        "leaderworkerset.sigs.k8s.io/worker-index": "0",
+        "leaderworkerset.sigs.k8s.io/template-revision-hash": "rev1",
+    }
+    leader = client.post(
+        f"/api/v1/namespaces/{ENROLLED}/pods",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "serve-0",
+                "labels": labels,
+                "ownerReferences": [
+                    {
+                        "apiVersion": LWS[0],
+                        "kind": LWS[1],
+                        "name": "serve",
+                        "uid": lws["metadata"]["uid"],
+                        "controller": True,
+                    }
+                ],
+            },
+            "spec": spec["leaderWorkerTemplate"]["workerTemplate"]["spec"],
+        },
+    )
+    controller.kill()
+    restarted = Process(controller.cp, controller.log, "controller")
+    restarted.argv = controller.argv
+    live.processes["controller"] = restarted.start()
+    group = live.wait("serve's group", lambda: live.group(ENROLLED, "serve-0-rev1"))
+    assert group["spec"]["minMember"] == 2
+    [owner] = group["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["uid"]) == (
+        "Pod",
+        "serve-0",
+        leader["metadata"]["uid"],
+    )
+    client.delete(path(*LWS, ENROLLED, "serve"))
