@@ -34,6 +34,7 @@ from stromboli.core.scheduler.plugins.gang import GangPlugin
 from stromboli.core.scheduler.plugins.network_topology import NetworkTopologyPlugin
 from stromboli.core.scheduler.plugins.nodegroup import NodeGroupPlugin
 from stromboli.core.scheduler.plugins.nodeorder import NodeOrderPlugin
+from stromboli.core.scheduler.plugins.numa_aware import NumaAwarePlugin
 from stromboli.core.scheduler.plugins.overcommit import OvercommitPlugin
 from stromboli.core.scheduler.plugins.pdb import PdbPlugin
 from stromboli.core.scheduler.plugins.predicates import PredicatesPlugin
@@ -68,6 +69,7 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     NetworkTopologyPlugin,
     NodeGroupPlugin,
     NodeOrderPlugin,
+    NumaAwarePlugin,
     OvercommitPlugin,
     PdbPlugin,
     PredicatesPlugin,

@@ -33,10 +33,21 @@ PRIORITY_CLASS = ("scheduling.k8s.io/v1", "PriorityClass")
 RESOURCE_QUOTA = ("v1", "ResourceQuota")
 PDB = ("policy/v1", "PodDisruptionBudget")
 HYPERNODE = (k.TOPOLOGY_V1ALPHA1, "HyperNode")
+NUMATOPOLOGY = (k.NODEINFO_V1ALPHA1, "Numatopology")
 #: ``deletionTimestamp`` the cache gives a pod it evicted until the store shows the deletion.
 EVICTED_AT = "1970-01-01T00:00:00Z"
 #: Kinds the scheduler cache follows.
-WATCHED_KINDS = (NODE, QUEUE, PRIORITY_CLASS, PODGROUP, POD, RESOURCE_QUOTA, PDB, HYPERNODE)
+WATCHED_KINDS = (
+    NODE,
+    QUEUE,
+    PRIORITY_CLASS,
+    PODGROUP,
+    POD,
+    RESOURCE_QUOTA,
+    PDB,
+    HYPERNODE,
+    NUMATOPOLOGY,
+)
 
 #: ResourceQuota names a PodGroup's ``minResources`` carries beside the resources themselves
 #: (``requests.cpu``, ``limits.memory``, ``count/pods``): Volcano reads past them when it sizes
@@ -90,6 +101,7 @@ class SchedulerCache:
         self.resource_quotas: dict[tuple[str, str], dict] = {}
         self.pdbs: dict[tuple[str, str], dict] = {}
         self.hypernodes: dict[str, dict] = {}
+        self.numatopologies: dict[str, dict] = {}
         #: Pods this scheduler bound whose binding the watch has not shown yet: uid → node.
         self.assumed: dict[str, str] = {}
         #: Pods this scheduler evicted whose deletion the watch has not shown yet (uids).
@@ -119,12 +131,13 @@ class SchedulerCache:
             self._keyed(self.resource_quotas, obj, deleted)
         elif kind == PDB:
             self._keyed(self.pdbs, obj, deleted)
-        elif kind == HYPERNODE:
+        elif kind in (HYPERNODE, NUMATOPOLOGY):
+            table = self.hypernodes if kind == HYPERNODE else self.numatopologies
             name = obj["metadata"]["name"]
             if deleted:
-                self.hypernodes.pop(name, None)
+                table.pop(name, None)
             else:
-                self.hypernodes[name] = obj
+                table[name] = obj
 
     @staticmethod
     def _keyed(table: dict, obj: dict, deleted: bool) -> None:
@@ -382,4 +395,5 @@ class SchedulerCache:
             resource_quotas=quotas,
             pdbs=list(self.pdbs.values()),
             hypernodes=dict(self.hypernodes),
+            numatopologies=dict(self.numatopologies),
         )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 #: Plugins Volcano registers (``pkg/scheduler/plugins/factory.go``) that Stromboli has not got.
 VOLCANO_ONLY_PLUGINS: frozenset[str] = frozenset(
-    {"numa-aware", "resource-strategy-fit", "rescheduling", "task-topology", "usage"}
+    {"resource-strategy-fit", "rescheduling", "task-topology", "usage"}
 )
 
 #: Per plugin Stromboli has: argument keys Volcano documents for it that ours does not read,

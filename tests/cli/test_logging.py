@@ -199,10 +199,10 @@ def test_scheduler_logs_its_start_line_as_json_before_connecting(tmp_path: Path)
 
 def test_scheduler_with_strict_config_refuses_before_connecting(tmp_path: Path) -> None:
     config = tmp_path / "s.conf"
-    config.write_text(conf("allocate", ["gang", "numa-aware"]))
+    config.write_text(conf("allocate", ["gang", "task-topology"]))
     done = run_cli("scheduler", "--strict-config", "--scheduler-conf", str(config))
     assert done.returncode == 1
-    assert "Volcano's plugin 'numa-aware' is not implemented by Stromboli" in done.stderr
+    assert "Volcano's plugin 'task-topology' is not implemented by Stromboli" in done.stderr
     assert "starting scheduler" not in done.stderr
 
 

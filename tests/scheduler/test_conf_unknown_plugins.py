@@ -49,7 +49,7 @@ tiers:
   - name: usage
     arguments:
       usage.weight: 5
-  - name: numa-aware
+  - name: task-topology
 """
 
 
@@ -75,7 +75,7 @@ def test_volcano_plugins_we_lack_are_skipped_and_the_rest_kept() -> None:
         "binpack",
     ]
     plugins = [(s.owner, s.volcano) for s in skipped if not s.key]
-    assert plugins == [("usage", True), ("numa-aware", True)]
+    assert plugins == [("usage", True), ("task-topology", True)]
     usage = next(s for s in skipped if s.owner == "usage")
     assert usage.message == (
         "volcano-scheduler.conf: tiers[1].plugins[6]: Volcano's plugin 'usage' is not "
@@ -215,7 +215,7 @@ def test_config_source_skips_logs_each_and_counts_versions(
     with caplog.at_level(logging.ERROR, logger="stromboli.core.scheduler.conf"):
         source = ConfigSource(path)
     assert source.generation == 1
-    assert [s.owner for s in source.skipped if not s.key] == ["usage", "numa-aware"]
+    assert [s.owner for s in source.skipped if not s.key] == ["usage", "task-topology"]
     logged = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert logged == [s.message for s in source.skipped]
     # A fixed file clears the list; the new version is a new generation.

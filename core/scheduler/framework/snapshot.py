@@ -22,3 +22,5 @@ class Snapshot:
     pdbs: list[dict] = field(default_factory=list)
     #: HyperNodes (raw objects).
     hypernodes: dict[str, dict] = field(default_factory=dict)
+    #: Numatopologies by name (= node name), raw objects.
+    numatopologies: dict[str, dict] = field(default_factory=dict)

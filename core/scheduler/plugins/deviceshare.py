@@ -50,6 +50,17 @@ GPU_EXCLUSIVE_RULES = "deviceshare.GPUExclusiveRules"
 MAX_NODE_SCORE = 100.0
 #: ``volcano.sh/bind-phase`` while the device plugin has not taken the assignment yet.
 BIND_PHASE_ALLOCATING = "allocating"
+#: Every pod annotation :func:`assignment_annotations` may write.
+DEVICE_ANNOTATION_KEYS = (
+    k.GPU_INDEX_KEY,
+    k.PREDICATE_TIME_KEY,
+    k.VGPU_IDS_NEW_KEY,
+    k.DEVICES_TO_ALLOCATE_KEY,
+    k.VGPU_NODE_KEY,
+    k.VGPU_TIME_KEY,
+    k.BIND_TIME_KEY,
+    k.BIND_PHASE_KEY,
+)
 
 
 def exclusive_rules(value: object) -> tuple[Mapping[str, str], ...]:
@@ -209,13 +220,17 @@ class DeviceSharePlugin(Plugin):
             return
         self.inventory.take(task, request, position, plan)
         if task.status != TaskStatus.PIPELINED:
-            self.ssn.outcome.pod_annotations[task.uid] = assignment_annotations(
-                plan, task.node_name, self.now_seconds
-            )
+            notes = self.ssn.outcome.pod_annotations.setdefault(task.uid, {})
+            notes.update(assignment_annotations(plan, task.node_name, self.now_seconds))
 
     def on_release(self, task: TaskInfo) -> None:
         self.inventory.release(task.uid)
-        self.ssn.outcome.pod_annotations.pop(task.uid, None)
+        notes = self.ssn.outcome.pod_annotations.get(task.uid)
+        if notes is not None:  # other plugins' annotations (a topology decision) stay theirs
+            for key in DEVICE_ANNOTATION_KEYS:
+                notes.pop(key, None)
+            if not notes:
+                self.ssn.outcome.pod_annotations.pop(task.uid, None)
 
 
 __all__ = ["DeviceRequest", "DeviceSharePlugin", "assignment_annotations", "exclusive_rules"]
