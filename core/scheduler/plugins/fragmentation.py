@@ -13,7 +13,7 @@ one-GPU pod takes on the chosen node is the one that adds least, too, in place o
 node's last cpu strands its free cards.
 
 Arguments: ``fragmentation.weight`` (default 1; 0 turns scoring off), and
-``fragmentation.maxShapes`` (default 32: the most frequent shapes kept in the mix; more is
+``fragmentation.maxShapes`` (default 64: the most frequent shapes kept in the mix; more is
 closer to the whole mix and slower).
 """
 
@@ -102,20 +102,20 @@ def card_free(card: vgpu.Card) -> int:
 
 class FragmentationPlugin(Plugin):
     name = "fragmentation"
-    known_arguments: ClassVar[dict[str, object]] = {WEIGHT: 1, MAX_SHAPES: 32}
+    known_arguments: ClassVar[dict[str, object]] = {WEIGHT: 1, MAX_SHAPES: 64}
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
         self.weight = self.arguments.get_int(WEIGHT, 1)
-        limit = self.arguments.get_int(MAX_SHAPES, 32)
+        limit = self.arguments.get_int(MAX_SHAPES, 64)
         if not 1 <= limit <= SHAPES_LIMIT:
             log.warning(
-                "plugin fragmentation: %s is %d, outside 1..%d; using 32",
+                "plugin fragmentation: %s is %d, outside 1..%d; using 64",
                 MAX_SHAPES,
                 limit,
                 SHAPES_LIMIT,
             )
-            limit = 32
+            limit = 64
         self.mix = WorkloadMix(limit)
         self.inventory: DeviceInventory | None = None
         self._seen: set[str] = set()
