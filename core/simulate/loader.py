@@ -131,6 +131,7 @@ def load(paths: list[str | Path]) -> list[SimObject]:
             for key_name in (k.SIM_RUNTIME_ANNOTATION,):
                 _annotation_seconds(obj, key_name, where, name)
             _check_exit_code(obj, where, name)
+            _check_templates(doc.get("spec"), "spec", where, f"{obj['kind']} {name!r}")
             objects.append(SimObject(doc, submit_at, where))
     return objects
 
@@ -164,6 +165,54 @@ def _checked(doc: dict[str, Any], where: str) -> dict[str, Any]:
                 name=err.name,
             ) from None
         raise
+
+
+def _check_templates(value: Any, path: str, where: str, label: str) -> None:
+    """The ``runtime`` and ``exit-code`` annotations of every pod template inside an object
+    (a Deployment's ``spec.template``, a vcjob's ``spec.tasks[i].template``, a CronJob's job
+    template, a framework's replica specs), checked now: the pods the controllers make from
+    them would otherwise stop the run when they start, naming no object. Walks the document
+    once; nesting is bounded by the YAML reader."""
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        node, at = stack.pop()
+        if isinstance(node, list):
+            stack.extend((item, f"{at}[{i}]") for i, item in enumerate(node))
+            continue
+        if not isinstance(node, dict):
+            continue
+        meta = node.get("metadata")
+        annotations = meta.get("annotations") if isinstance(meta, dict) else None
+        if isinstance(annotations, dict):
+            field = f"{at}.metadata.annotations"
+            runtime = annotations.get(k.SIM_RUNTIME_ANNOTATION)
+            if runtime is not None:
+                try:
+                    seconds = parse_duration(runtime, f"{field}[{k.SIM_RUNTIME_ANNOTATION}]")
+                except ValueError as err:
+                    raise SimulationInputError(f"{where}: {label}: {err}") from None
+                if seconds < 0:
+                    raise SimulationInputError(
+                        f"{where}: {label}: {field}[{k.SIM_RUNTIME_ANNOTATION}]: must not be "
+                        "negative"
+                    )
+            code = annotations.get(k.SIM_EXIT_CODE_ANNOTATION)
+            if code is not None and not _is_integer(code):
+                raise SimulationInputError(
+                    f"{where}: {label}: {field}[{k.SIM_EXIT_CODE_ANNOTATION}]: {code!r} is not "
+                    "an integer"
+                )
+        for key, child in node.items():
+            if key != "metadata" and isinstance(child, dict | list):
+                stack.append((child, f"{at}.{key}"))
+
+
+def _is_integer(value: Any) -> bool:
+    try:
+        int(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _check_exit_code(obj: dict, where: str, name: str) -> None:

@@ -145,3 +145,42 @@ spec:
         '"Never"\n'
     )
     assert "default/web-" in result.stdout  # the Deployment ran
+
+
+@pytest.mark.parametrize(
+    ("document", "field"),
+    [
+        (
+            "apiVersion: batch/v1\nkind: Job\nmetadata: {name: pi}\nspec:\n  template:\n"
+            "    metadata: {annotations: {sim.stromboli.dev/runtime: soon}}\n"
+            "    spec: {restartPolicy: Never, containers: [{name: c, image: x}]}\n",
+            "Job 'pi': spec.template.metadata.annotations[sim.stromboli.dev/runtime]: 'soon' is "
+            "not a duration",
+        ),
+        (
+            "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: vj}\nspec:\n"
+            "  tasks:\n  - name: t\n    replicas: 1\n    template:\n"
+            '      metadata: {annotations: {sim.stromboli.dev/exit-code: "one"}}\n'
+            "      spec: {containers: [{name: c, image: x}]}\n",
+            "Job 'vj': spec.tasks[0].template.metadata.annotations[sim.stromboli.dev/exit-code]: "
+            "'one' is not an integer",
+        ),
+        (
+            "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c}\nspec:\n"
+            '  schedule: "* * * * *"\n  jobTemplate:\n    spec:\n      template:\n'
+            '        metadata: {annotations: {sim.stromboli.dev/runtime: "-5s"}}\n'
+            "        spec: {restartPolicy: Never, containers: [{name: c, image: x}]}\n",
+            "CronJob 'c': spec.jobTemplate.spec.template.metadata.annotations"
+            "[sim.stromboli.dev/runtime]: '-5s' is not a duration",
+        ),
+    ],
+    ids=["batch-job", "vcjob", "cronjob"],
+)
+def test_a_template_with_a_bad_sim_annotation_is_refused_naming_the_field(
+    tmp_path: Path, document: str, field: str
+) -> None:
+    path = tmp_path / "input.yaml"
+    path.write_text(document)
+    result = CliRunner().invoke(main, ["simulate", str(path)])
+    assert result.exit_code == 1
+    assert f"{path} document 1: {field}" in result.output
