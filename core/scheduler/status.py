@@ -54,6 +54,9 @@ class StatusChanges:
     podgroup_objects: dict[tuple[str, str], dict] = field(default_factory=dict)
     queue_objects: dict[str, dict] = field(default_factory=dict)
     pod_conditions: list[PodCondition] = field(default_factory=list)
+    #: (namespace, name) → annotations to add to the PodGroup (written with its status, or
+    #: alone when the status is unchanged).
+    podgroup_annotations: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
     #: Queue name → new ``status.allocated`` ResourceList, only where it changed.
     queues: dict[str, dict[str, str]] = field(default_factory=dict)
     events: list[EventRecord] = field(default_factory=list)
@@ -173,9 +176,13 @@ def collect(ssn: Session, now: str) -> StatusChanges:
         for kind, reason, message in plugin_events.get(job.uid, ()):
             changes.events.append(EventRecord(object_ref(job.podgroup), kind, reason, message))
         status = podgroup_status(ssn, job, now)
+        key = (job.namespace, job.name)
         if status is not None:
-            key = (job.namespace, job.name)
             changes.podgroups[key] = status
+            changes.podgroup_objects[key] = job.podgroup
+        notes = ssn.outcome.podgroup_annotations.get(job.uid)
+        if notes:
+            changes.podgroup_annotations[key] = notes
             changes.podgroup_objects[key] = job.podgroup
         phase = status["phase"] if status is not None else job.phase
         waiting = job.tasks_with(TaskStatus.ALLOCATED | TaskStatus.PENDING | TaskStatus.PIPELINED)

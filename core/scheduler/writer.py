@@ -215,13 +215,24 @@ class StatusWriter:
         return True
 
     async def write(self, changes: StatusChanges) -> None:
-        async def podgroup(item: tuple[tuple[str, str], dict]) -> None:
-            (namespace, name), status = item
+        async def podgroup(key: tuple[str, str]) -> None:
+            namespace, name = key
+            status = changes.podgroups.get(key)
+            notes = changes.podgroup_annotations.get(key)
+
+            def changed(pg: dict) -> dict:
+                body = {**pg, "status": status} if status is not None else {**pg}
+                if notes:
+                    meta = body.get("metadata") or {}
+                    annotations = {**(meta.get("annotations") or {}), **notes}
+                    body["metadata"] = {**meta, "annotations": annotations}
+                return body
+
             await self._write_latest(
                 f"PodGroup {namespace}/{name}",
-                changes.podgroup_objects.get((namespace, name)),
+                changes.podgroup_objects.get(key),
                 lambda: self.store.get(k.SCHEDULING_V1BETA1, "PodGroup", name, namespace),
-                lambda pg: self.store.update({**pg, "status": status}),
+                lambda pg: self.store.update(changed(pg)),
             )
 
         async def queue(item: tuple[str, dict[str, str]]) -> None:
@@ -233,7 +244,10 @@ class StatusWriter:
                 lambda q: self.store.update_status({**q, "status": _queue_status(q, allocated)}),
             )
 
-        await bounded(changes.podgroups.items(), podgroup, self.concurrency)
+        keys = list(changes.podgroups) + [
+            key for key in changes.podgroup_annotations if key not in changes.podgroups
+        ]
+        await bounded(keys, podgroup, self.concurrency)
         await bounded(changes.queues.items(), queue, self.concurrency)
         await bounded(changes.pod_conditions, self._pod_condition_with_event, self.concurrency)
         for event in changes.events:

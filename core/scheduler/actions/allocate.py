@@ -27,6 +27,7 @@ from stromboli.core.scheduler.util.hypernodes import (
     job_anchor,
     job_topology,
     network_topology,
+    record_allocated_hypernode,
     session_tree,
 )
 from stromboli.core.scheduler.util.placement import place
@@ -134,6 +135,8 @@ class AllocateAction(Action):
             raise
         if ssn.job_ready(job):
             stmt.commit("allocate")
+            if domain is not None:
+                record_allocated_hypernode(ssn, job)
         elif not ssn.job_pipelined(job):
             stmt.discard()
 

@@ -40,3 +40,6 @@ class SessionOutcome:
     #: Annotations to write on a pod before it is bound, by task uid (device ids chosen by
     #: ``deviceshare``, which the node's device plugin reads).
     pod_annotations: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: Annotations to write on a PodGroup, by job uid (the HyperNode a topology job was
+    #: placed in, ``volcano.sh/job-allocated-hypernode``).
+    podgroup_annotations: dict[str, dict[str, str]] = field(default_factory=dict)

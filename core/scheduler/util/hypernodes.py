@@ -343,6 +343,22 @@ def job_anchor(job: JobInfo, tree: HyperNodeTree) -> str | None:
     return None if found is None else found.name
 
 
+def record_allocated_hypernode(ssn: Session, job: JobInfo) -> None:
+    """Note on the job's PodGroup, as ``volcano.sh/job-allocated-hypernode``, the lowest
+    HyperNode holding its placed tasks, so that a pod restarted after its job's others are
+    gone (or a scheduler restarted) still returns there. The virtual root is never written:
+    it says nothing a job without the annotation would not do."""
+    tree = session_tree(ssn)
+    nodes = {t.node_name for t in job.tasks_with(_PLACED) if t.node_name}
+    found = tree.lca(nodes)
+    if found is None or found.name == ROOT:
+        return
+    annotations = (job.podgroup.get("metadata") or {}).get("annotations") or {}
+    if annotations.get(k.JOB_ALLOCATED_HYPERNODE_KEY) != found.name:
+        notes = ssn.outcome.podgroup_annotations.setdefault(job.uid, {})
+        notes[k.JOB_ALLOCATED_HYPERNODE_KEY] = found.name
+
+
 def gradients(topology: JobTopology, tree: HyperNodeTree, anchor: str | None) -> list[list[str]]:
     """Where to try the job, tier by tier from the lowest: lists of HyperNode names.
 
