@@ -65,6 +65,7 @@ class WorkloadControllers:
         self._pod_owners = [c for c in self.owners if c.child_kind == POD]
         #: One pod watch for every controller that owns pods.
         self.pods = Informer(store, [POD], self._pod_seen)
+        self._started = False
 
     def _pod_seen(self, kind: tuple[str, str], event_type: str, pod: dict[str, Any]) -> None:
         for controller in self._pod_owners:
@@ -78,9 +79,13 @@ class WorkloadControllers:
         await self.pods.start()
         for controller in self.controllers:
             await controller.start()
+        self._started = True
 
     async def step(self) -> int:
-        """One round of each; returns the objects written."""
+        """One round of each (started first if need be, as a reconciler's ``step`` is);
+        returns the objects written."""
+        if not self._started:
+            await self.start()
         await self.pods.pump()
         return sum([await controller.step() for controller in self.controllers])
 
