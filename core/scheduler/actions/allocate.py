@@ -14,6 +14,7 @@ from typing import ClassVar
 import numpy as np
 
 from stromboli.core.scheduler.actions.enqueue import mark_inqueue
+from stromboli.core.scheduler.actions.subgroups import fill_subgroups, ready
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.queue import QueueInfo
 from stromboli.core.scheduler.api.status import READY_STATUS, TaskStatus
@@ -32,6 +33,7 @@ from stromboli.core.scheduler.util.hypernodes import (
 )
 from stromboli.core.scheduler.util.placement import place
 from stromboli.core.scheduler.util.queues import PriorityQueue, QueueJobs
+from stromboli.core.scheduler.util.subgroups import has_subgroups
 
 
 def need_continue(job: JobInfo, failed_roles: set[str]) -> bool:
@@ -133,7 +135,7 @@ class AllocateAction(Action):
         except Exception:
             stmt.discard()
             raise
-        if ssn.job_ready(job):
+        if ready(ssn, job):
             stmt.commit("allocate")
             if domain is not None:
                 record_allocated_hypernode(ssn, job)
@@ -173,7 +175,7 @@ class AllocateAction(Action):
                         trial,
                         (name, mask),
                     )
-                    rank = 2 if ssn.job_ready(job) else 0
+                    rank = 2 if ready(ssn, job) else 0
                     if not rank and trial.operations and ssn.job_pipelined(job):
                         rank = 1
                     score = ssn.hyper_node_score(job, name, np.flatnonzero(mask)) if rank else 0.0
@@ -210,6 +212,12 @@ class AllocateAction(Action):
     ) -> None:
         """Place the job's pending tasks one by one on ``stmt`` until it is ready, inside
         ``domain`` (a HyperNode's name and node mask) when one is given."""
+        if has_subgroups(job):  # partitions: each placed whole, in its own HyperNode
+            waiting = []
+            while tasks:
+                waiting.append(tasks.pop())
+            fill_subgroups(ssn, queue, job, waiting, stmt, domain)
+            return
         while tasks:
             task = tasks.pop()
             if task.role and task.role in failed_roles:

@@ -311,8 +311,12 @@ def job_topology(job: JobInfo, tree: HyperNodeTree) -> JobTopology | None:
     session): such a job may use every node but tries the lowest tiers first.
     """
     spec = network_topology(job)
-    if spec is None:
-        return None
+    return None if spec is None else resolve_topology(spec, tree)
+
+
+def resolve_topology(spec: Mapping[str, Any], tree: HyperNodeTree) -> JobTopology:
+    """A ``networkTopology`` (of a PodGroup, or of one of its sub-group policies) against the
+    tree."""
     mode = spec.get("mode") or k.NetworkTopologyMode.HARD
     if mode != k.NetworkTopologyMode.HARD:
         return JobTopology(k.NetworkTopologyMode.SOFT, tree.root_tier)
