@@ -37,6 +37,8 @@ from typing import IO, Any
 from stromboli.core.devcluster.build import BuildError, repo_root
 
 PIN_FILES = ("go.mod", "go.sum", "tools.go")
+#: Builds run at the lowest CPU priority: the tests and other builds on the machine go first.
+_NICE: tuple[str, ...] = ("nice", "-n", "19")
 
 
 class OperatorBuildError(BuildError):
@@ -255,9 +257,7 @@ def _build(build: OperatorBuild, log: IO[str] | None) -> None:
     try:
         _run(
             [
-                "nice",
-                "-n",
-                "19",
+                *_NICE,
                 go,
                 "build",
                 "-p",

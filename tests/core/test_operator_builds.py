@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+import threading
 import zipfile
 from pathlib import Path
 
@@ -133,3 +135,53 @@ def test_a_complete_build_is_found_without_running_go(
         OperatorBuildError, match="no-such-go' not found: Go is needed to build kuberay"
     ):
         build_operator("kuberay")
+
+
+FAKE_GO = """#!{python}
+import json, sys, time, pathlib
+log = pathlib.Path({log!r})
+args = sys.argv[1:]
+with log.open("a") as fh:
+    fh.write(" ".join(args[:2]) + "\\n")
+if args[0] == "build":
+    time.sleep(0.5)  # long enough for a second builder to arrive and wait
+    out = pathlib.Path(args[args.index("-o") + 1])
+    out.write_text("#!/bin/sh\\n")
+    out.chmod(0o755)
+elif args[:2] == ["mod", "download"]:
+    print(json.dumps({{"Zip": {zip!r}}}))
+elif args[:2] == ["env", "GOVERSION"]:
+    print("go0.0-fake")
+"""
+
+
+def test_two_builders_at_once_build_once_and_both_get_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = tmp_path / "ray.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        prefix = "github.com/ray-project/kuberay/ray-operator@v1.5.0/config/crd/bases/"
+        zf.writestr(f"{prefix}ray.io_rayclusters.yaml", "kind: CustomResourceDefinition\n")
+    calls = tmp_path / "calls.log"
+    go = tmp_path / "go"
+    go.write_text(FAKE_GO.format(python=sys.executable, log=str(calls), zip=str(archive)))
+    go.chmod(0o755)
+    monkeypatch.setenv("STROMBOLI_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("GO", str(go))
+    monkeypatch.setattr(ops, "_NICE", ())  # the fake go needs no nice
+    results: list[OperatorBuild] = []
+    threads = [
+        threading.Thread(target=lambda: results.append(build_operator("kuberay"))) for _ in range(2)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert len(results) == 2 and results[0].directory == results[1].directory
+    assert calls.read_text().splitlines().count("build -p") == 1
+    build = results[0]
+    assert build.complete()
+    assert [p.name for p in build.crds] == ["ray.io_rayclusters.yaml"]
+    assert build.record["go"] == "go0.0-fake" and build.record["version"] == "v1.5.0"
+    assert build.record["binary_bytes"] == build.binary.stat().st_size
+    assert not list(build.binary.parent.glob(".*.tmp.*"))  # nothing half-written left
