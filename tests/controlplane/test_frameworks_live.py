@@ -16,6 +16,7 @@ their role and are bound all-or-nothing; a bad object gets a Warning event namin
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 import uuid
@@ -37,7 +38,7 @@ from tests.integrations import test_argo, test_jobset, test_kubeflow, test_kuber
 from tests.integrations.kit import obj, template
 
 from .framework_crds import CRDS, install_framework_crds
-from .jobs_live import STROMBOLI, Process
+from .jobs_live import DRIVER_ENV, STROMBOLI, Process
 from .operators import GROUP, TASK, Pool, bound, make_namespace, pods, wait_until
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
@@ -170,8 +171,14 @@ def live(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) 
     scheduler = Process(
         cp, run_dir / "scheduler.log", "scheduler", "--schedule-period=100ms", "--listen-address="
     )
+    driver = os.environ.get(DRIVER_ENV)  # both drivers must pass, as for the vcjob tests
     controller = Process(
-        cp, run_dir / "controller.log", "controller", "--leader-elect=false", "--listen-address="
+        cp,
+        run_dir / "controller.log",
+        "controller",
+        "--leader-elect=false",
+        "--listen-address=",
+        *([f"--driver={driver}"] if driver else []),
     )
     controller_config = cp.write_kubeconfig(
         run_dir / "controller.kubeconfig", user=CONTROLLER_USER, groups=SA_GROUPS
