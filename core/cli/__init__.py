@@ -80,6 +80,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "spark_conf",
         "Print the --conf flags and write the templates that run spark-submit under Stromboli.",
     ),
+    "doctor": (
+        "doctor",
+        "doctor",
+        "Check a cluster's Stromboli install (CRDs, RBAC, webhook, certificates, operators, "
+        "enrolled namespaces) and say what to fix.",
+    ),
 }
 
 
