@@ -15,7 +15,7 @@ from typing import Any
 
 from stromboli.core.api import constants as k
 from stromboli.core.clock import Clock, format_time
-from stromboli.core.cluster.errors import AlreadyExistsError
+from stromboli.core.cluster.errors import AlreadyExistsError, ConflictError
 from stromboli.core.cluster.store import ClusterStore
 from stromboli.core.events import EventRecorder
 from stromboli.core.informer import Informer
@@ -166,7 +166,10 @@ class Scheduler:
             except AlreadyExistsError:
                 continue
             created["status"] = {"state": "Open"}
-            await self.store.update_status(created)
+            try:
+                await self.store.update_status(created)
+            except ConflictError:
+                continue  # the queue controller wrote its status first: the state it wants stands
         await self.informer.start()
 
     def action(self, name: str) -> Action:
