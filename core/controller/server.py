@@ -21,6 +21,7 @@ from stromboli.core.clock import Clock, SystemClock
 from stromboli.core.cluster.store import ClusterStore
 from stromboli.core.controller.cronjob import CronJobController
 from stromboli.core.controller.enrol import PodEnroller
+from stromboli.core.controller.hypernodes import HyperNodeDiscovery
 from stromboli.core.controller.job.controller import JobController
 from stromboli.core.controller.jobflow import JobFlowController
 from stromboli.core.controller.metrics import ControllerMetrics
@@ -83,12 +84,14 @@ class ControllerServer:
         )
         self.cronjobs = CronJobController(store, self.clock)
         self.jobflows = JobFlowController(store, self.clock, metrics=self.metrics)
+        self.hypernodes = HyperNodeDiscovery(store, self.clock, options.lock_object_namespace)
         self.enroller = PodEnroller(store, set(options.scheduler_names), events=self.jobs.recorder)
         self.extensions = list(extensions)
         for quarantine in (
             self.jobs.informer.quarantine,
             self.cronjobs.informer.quarantine,
             self.jobflows.informer.quarantine,
+            self.hypernodes.informer.quarantine,
             self.enroller.quarantine,
             *(extension.informer.quarantine for extension in self.extensions),
         ):
@@ -111,7 +114,9 @@ class ControllerServer:
 
             if not isinstance(store, KubeStore):
                 raise ValueError("driver 'kopf' needs a Kubernetes store; use driver 'native'")
-            informers = [c.informer for c in (self.jobs, self.cronjobs, self.jobflows)]
+            informers = [
+                c.informer for c in (self.jobs, self.cronjobs, self.jobflows, self.hypernodes)
+            ]
             self.driver = KopfDriver(store, informers)
         self.stopping = asyncio.Event()
         self.endpoints: list[Endpoint] = []
@@ -151,6 +156,7 @@ class ControllerServer:
             workers.append(asyncio.create_task(self.jobs.run()))
             workers.append(asyncio.create_task(self.cronjobs.run()))
             workers.append(asyncio.create_task(self.jobflows.run()))
+            workers.append(asyncio.create_task(self.hypernodes.run()))
             workers.append(asyncio.create_task(self.enroller.run(own_watch=False)))
             for extension in self.extensions:
                 own_watch = self.driver is None
