@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import quote
 
-from stromboli.core.api.registry import kind_info
+from stromboli.core.api.kinds import kind_info
 from stromboli.core.cluster.errors import NotFoundError, qualified_kind, qualified_resource
 from stromboli.core.cluster.kubehttp import KubeTransport
 

@@ -140,3 +140,16 @@ def test_defaults_repeated_for_a_fast_help_equal_the_real_ones() -> None:
     assert simulate.DEFAULT_MAX_WORKLOAD_PODS == engine.DEFAULT_MAX_WORKLOAD_PODS
     assert webhook.DEFAULT_ENABLED_ADMISSION == DEFAULT_ENABLED_ADMISSION
     assert webhook.DEFAULT_MAX_QUEUE_DEPTH == DEFAULT_MAX_QUEUE_DEPTH
+
+
+def test_a_vcctl_command_reaches_the_cluster_without_the_api_models() -> None:
+    """``job list`` builds its Kubernetes store from the kinds table alone: no pydantic, no
+    models, no scheduler, before its first request (refused here: nothing listens)."""
+    modules = imported_by("job", "list", "-s", "https://127.0.0.1:9")
+    assert "stromboli.core.cluster.kube" in modules
+    assert not [m for m in modules if m.split(".")[0] == "pydantic"]
+    assert not [
+        m
+        for m in modules
+        if m.startswith(("stromboli.core.api.models", "stromboli.core.scheduler"))
+    ]
