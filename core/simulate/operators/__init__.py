@@ -60,13 +60,19 @@ class OperatorEmulation:
         self._noted: set[str] = set()
         self._made: set[tuple[str, str, str]] = set()
         self.pods_made = 0
+        self._started = False
 
     async def start(self) -> None:
+        if self._started:
+            return
         await self.adapters.prepare()
         await self.adapters.informer.start()
+        self._started = True
 
     async def step(self) -> int:
-        """One round: PodGroups, then the pods due; returns the objects written."""
+        """One round: PodGroups, then the pods due; returns the objects written (started first
+        if need be, as a reconciler's ``step`` is, for harnesses that step without running)."""
+        await self.start()
         before = self.adapters.created + self.adapters.updated + self.adapters.pods_labelled
         await self.adapters.pump()
         written = self.adapters.created + self.adapters.updated + self.adapters.pods_labelled
