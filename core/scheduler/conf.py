@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stromboli.core.api.yamlbounds import YamlBoundsError, load_documents
+from stromboli.core.api.yamlbounds import MAX_FILE_BYTES, YamlBoundsError, load_documents
 from stromboli.core.scheduler.framework.arguments import Arguments
 from stromboli.core.scheduler.framework.options import KNOWN_SWITCHES, PluginOption, SchedulerConfig
 from stromboli.core.scheduler.framework.plugin import ACTIONS, PLUGINS
@@ -244,6 +244,12 @@ def default_config() -> SchedulerConfig:
 
 def _read_file(path: Path) -> str:
     try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ConfigError(
+                f"{path}: scheduler configuration of {size:,} bytes is over the "
+                f"{MAX_FILE_BYTES:,}-byte limit"
+            )
         return path.read_text()
     except OSError as err:
         raise ConfigError(f"{path}: cannot read scheduler configuration: {err.strerror}") from None

@@ -297,3 +297,15 @@ async def test_server_without_a_config_map_still_exports_the_metric(tmp_path: Pa
     await server.report_config()
     assert not (await store.list("v1", "Event")).items
     assert 'owner="rescheduling"' in server.metrics.exposition().decode()
+
+
+def test_an_oversized_file_is_refused_without_reading_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from stromboli.core.scheduler import conf as conf_module
+
+    path = tmp_path / "s.conf"
+    write(path, conf("allocate", ["gang"]) + "#" * 200, 1000)
+    monkeypatch.setattr(conf_module, "MAX_FILE_BYTES", 100)
+    with pytest.raises(ConfigError, match="over the 100-byte limit"):
+        ConfigSource(path)
