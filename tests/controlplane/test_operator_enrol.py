@@ -27,6 +27,7 @@ from stromboli.core.devcluster.controlplane import free_port
 from stromboli.integrations.common import ADAPTER_LABEL
 
 from .jobs_live import Stack
+from .operator_objects import PYTORCHJOBS, RAY, group_of, pytorchjob, ray_cluster
 from .operators import (
     ENROL_WEBHOOK,
     GROUP,
@@ -44,8 +45,6 @@ from .operators import (
     start_training_operator,
     wait_until,
 )
-from .test_operator_kuberay import RAY, ray_cluster
-from .test_operator_training import PYTORCHJOBS, group_of, pytorchjob
 
 
 @dataclass

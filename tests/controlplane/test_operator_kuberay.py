@@ -25,6 +25,7 @@ from stromboli.core.devcluster.controlplane import free_port
 from stromboli.integrations.kuberay.convert import RayClusterAdapter, RayJobAdapter
 
 from .jobs_live import Stack
+from .operator_objects import PRIORITY, RAY, cluster_spec, ray_cluster
 from .operators import (
     GROUP,
     TASK,
@@ -40,9 +41,6 @@ from .operators import (
     pods,
     wait_until,
 )
-
-PRIORITY = "ray-batch"
-RAY = "/apis/ray.io/v1/namespaces/{ns}/{plural}"
 
 
 @dataclass
@@ -100,52 +98,6 @@ def ray(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -
         stack.stop()
         client.delete(f"/api/v1/namespaces/{namespace}")
         pool.remove()
-
-
-def template(pool: Pool, container: str, cpu: str, memory: str) -> dict[str, Any]:
-    resources = {"cpu": cpu, "memory": memory}
-    return {
-        "spec": {
-            **pool.pod_spec(),
-            "containers": [
-                {
-                    "name": container,
-                    "image": "rayproject/ray:2.46.0",
-                    "resources": {"requests": resources, "limits": resources},
-                }
-            ],
-        }
-    }
-
-
-def cluster_spec(pool: Pool, workers: int) -> dict[str, Any]:
-    return {
-        "rayVersion": "2.46.0",
-        "headGroupSpec": {"rayStartParams": {}, "template": template(pool, "ray-head", "3", "2Gi")},
-        "workerGroupSpecs": [
-            {
-                "groupName": "small",
-                "replicas": workers,
-                "minReplicas": 0,
-                "maxReplicas": workers,
-                "rayStartParams": {},
-                "template": template(pool, "ray-worker", "3", "1Gi"),
-            }
-        ],
-    }
-
-
-def ray_cluster(name: str, namespace: str, pool: Pool, workers: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayCluster",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": {"volcano.sh/queue-name": "default", "ray.io/priority-class-name": PRIORITY},
-        },
-        "spec": cluster_spec(pool, workers),
-    }
 
 
 def test_a_raycluster_waits_whole_then_binds_whole(ray: Ray) -> None:

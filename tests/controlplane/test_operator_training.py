@@ -26,6 +26,7 @@ from stromboli.core.devcluster.controlplane import free_port
 from stromboli.integrations.kubeflow.training import TrainingOperatorAdapter
 
 from .jobs_live import Stack
+from .operator_objects import PYTORCHJOBS, group_of, pytorchjob
 from .operators import (
     GROUP,
     TASK,
@@ -37,13 +38,10 @@ from .operators import (
     install_crds,
     make_namespace,
     operator_build,
-    podgroups,
     pods,
     start_training_operator,
     wait_until,
 )
-
-PYTORCHJOBS = "/apis/kubeflow.org/v1/namespaces/{ns}/pytorchjobs"
 
 
 @dataclass
@@ -87,46 +85,6 @@ def training(
         stack.stop()
         client.delete(f"/api/v1/namespaces/{namespace}")
         pool.remove()
-
-
-def replica(pool: Pool, replicas: int, cpu: str) -> dict[str, Any]:
-    resources = {"cpu": cpu, "memory": "1Gi"}
-    return {
-        "replicas": replicas,
-        "restartPolicy": "OnFailure",
-        "template": {
-            "spec": {
-                **pool.pod_spec(),
-                "containers": [
-                    {
-                        "name": "pytorch",
-                        "image": "pytorch/pytorch:2.5.1",
-                        "resources": {"requests": resources, "limits": resources},
-                    }
-                ],
-            }
-        },
-    }
-
-
-def pytorchjob(name: str, ns: str, pool: Pool, workers: int, **policy: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {
-            "runPolicy": {"schedulingPolicy": {"queue": "default", **policy}},
-            "pytorchReplicaSpecs": {
-                "Master": replica(pool, 1, "3"),
-                "Worker": replica(pool, workers, "3"),
-            },
-        },
-    }
-
-
-def group_of(client: KubeHTTP, ns: str, name: str) -> dict[str, Any] | None:
-    found = [g for g in podgroups(client, ns) if g["metadata"]["name"] == name]
-    return found[0] if found else None
 
 
 def test_no_pod_exists_until_the_group_is_inqueue(training: Training) -> None:
