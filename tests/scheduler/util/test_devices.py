@@ -180,7 +180,7 @@ def test_binpack_fills_the_used_card_spread_the_idle_one() -> None:
 
 
 def test_vgpus_of_one_container_sit_on_distinct_cards() -> None:
-    assert vgpu.fit(cards(10000), ask(2, 1000), HOLDER) == "no enough vgpu resources"
+    assert vgpu.fit(cards(10000), ask(2, 1000), HOLDER) == vgpu.NO_VGPU
     fitted = vgpu.fit(cards(10000, 10000), ask(2, 1000), HOLDER)
     assert not isinstance(fitted, str) and {g.uuid for g in fitted[0]} == {"GPU-0", "GPU-1"}
 
@@ -190,9 +190,7 @@ def test_percentage_and_whole_cores() -> None:
     fitted = vgpu.fit(pool, ask(1, percentage=25), HOLDER)
     assert not isinstance(fitted, str) and fitted[0][0].memory == 2000
     vgpu.apply(pool[0], fitted[0][0], HOLDER, +1)
-    assert (
-        vgpu.fit(pool, ask(1, 100, cores=100), vgpu.Holder("u", "j")) == "no enough vgpu resources"
-    )
+    assert vgpu.fit(pool, ask(1, 100, cores=100), vgpu.Holder("u", "j")) == vgpu.NO_CORES
 
 
 def test_split_count_limits_sharers() -> None:

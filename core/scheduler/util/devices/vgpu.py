@@ -262,7 +262,7 @@ def fit(
                         chosen = (card, grant)
                         break
                 if chosen is None:
-                    return "no enough vgpu resources"
+                    return why_not(cards, request, holder, ask, used)
                 apply(chosen[0], chosen[1], holder, +1)
                 taken.append(chosen)
                 used.add(chosen[0].uuid)
@@ -272,6 +272,40 @@ def fit(
     finally:
         for card, grant in reversed(taken):
             apply(card, grant, holder, -1)
+
+
+#: Volcano's reason for a node whose vGPUs do not hold a pod; the details after it say which
+#: part of the request no card meets (``stromboli explain`` shows them per node).
+NO_VGPU = "no enough vgpu resources"
+WRONG_TYPE = f"{NO_VGPU}: no card of the requested gpu type or uuid"
+WRONG_MODE = f"{NO_VGPU}: no card in the requested vgpu-mode"
+CARDS_IN_USE = f"{NO_VGPU}: every allowed card is shared by as many pods as it may be"
+NO_MIG_INSTANCE = f"{NO_VGPU}: no MIG geometry of the card has a free instance that large"
+NO_MEMORY = f"{NO_VGPU}: no card with enough free memory"
+NO_CORES = f"{NO_VGPU}: no card with enough free cores"
+
+
+def why_not(
+    cards: list[Card], request: DeviceRequest, holder: Holder, ask: VgpuAsk, used: set[str]
+) -> str:
+    """Why no card gives one more vGPU of ``ask`` (``used``: cards this container already
+    has one on): the first unmet part, checked as a user reads the request."""
+    healthy = [c for c in cards if c.healthy]
+    typed = [c for c in healthy if type_allowed(c.type, request) and uuid_allowed(c.uuid, request)]
+    if not typed:
+        return WRONG_TYPE if healthy else NO_VGPU
+    moded = [c for c in typed if not request.mode or request.mode == c.mode]
+    if not moded:
+        return WRONG_MODE
+    usable = [c for c in moded if _usable(c, request, holder) and (c.uuid not in used or c.mig)]
+    if not usable:
+        return CARDS_IN_USE if len(moded) > len(used) else NO_VGPU
+    if all(c.mig is not None for c in usable):
+        return NO_MIG_INSTANCE
+    plain = [c for c in usable if c.mig is None]
+    if not any(c.memory - c.used_memory >= _memory_of(ask, c) for c in plain):
+        return NO_MEMORY
+    return NO_CORES
 
 
 def apply(card: Card, grant: Grant, holder: Holder, sign: int) -> bool:
