@@ -82,15 +82,7 @@ def test_an_unknown_operator_is_refused_naming_the_known_ones() -> None:
         planned("spark")
 
 
-def _fake_build(tmp_path: Path) -> OperatorBuild:
-    operator = ops.Operator(
-        "demo", "example.com/demo", "example.com/demo/cmd", "demo", ("config/crd",)
-    )
-    return OperatorBuild(operator, "v0.1.0", tmp_path / "demo-v0.1.0-abc")
-
-
 def test_crds_are_copied_from_the_named_folder_of_the_module_zip_only(tmp_path: Path) -> None:
-    build = _fake_build(tmp_path)
     archive = tmp_path / "demo.zip"
     with zipfile.ZipFile(archive, "w") as zf:
         prefix = "example.com/demo@v0.1.0/"
@@ -101,17 +93,19 @@ def test_crds_are_copied_from_the_named_folder_of_the_module_zip_only(tmp_path: 
         zf.writestr(f"{prefix}config/crd/README.md", "docs\n")
     into = tmp_path / "crds"
     into.mkdir()
-    assert ops._copy_crds(build, archive, into) == 1
+    assert ops._copy_crds("example.com/demo@v0.1.0/config/crd", archive, into) == 1
     assert [p.name for p in into.iterdir()] == ["demo.io_things.yaml"]
 
 
 def test_a_module_zip_without_crds_is_an_error_naming_the_folder(tmp_path: Path) -> None:
-    build = _fake_build(tmp_path)
     archive = tmp_path / "demo.zip"
     with zipfile.ZipFile(archive, "w") as zf:
         zf.writestr("example.com/demo@v0.1.0/main.go", "package main\n")
-    with pytest.raises(OperatorBuildError, match="no CRD manifests under config/crd"):
-        ops._copy_crds(build, archive, tmp_path)
+    with pytest.raises(
+        OperatorBuildError,
+        match=r"no CRD manifests under example\.com/demo@v0\.1\.0/config/crd in ",
+    ):
+        ops._copy_crds("example.com/demo@v0.1.0/config/crd", archive, tmp_path)
 
 
 def test_a_complete_build_is_found_without_running_go(
@@ -125,7 +119,12 @@ def test_a_complete_build_is_found_without_running_go(
     build.binary.chmod(0o755)
     (build.directory / "crds").mkdir()
     (build.directory / "crds" / "ray.io_rayclusters.yaml").write_text("kind: CRD\n")
-    record = {"version": "v1.5.0", "build_seconds": 1.0, "binary_bytes": 10}
+    record = {
+        "version": "v1.5.0",
+        "build_seconds": 1.0,
+        "binary_bytes": 10,
+        "crd_sources": ["github.com/ray-project/kuberay/ray-operator@v1.5.0/config/crd/bases"],
+    }
     (build.directory / "build.json").write_text(json.dumps(record))
     found = build_operator("kuberay")
     assert found.directory == build.directory and found.record == record
@@ -185,3 +184,35 @@ def test_two_builders_at_once_build_once_and_both_get_the_build(
     assert build.record["go"] == "go0.0-fake" and build.record["version"] == "v1.5.0"
     assert build.record["binary_bytes"] == build.binary.stat().st_size
     assert not list(build.binary.parent.glob(".*.tmp.*"))  # nothing half-written left
+
+
+def test_trainer_also_copies_the_jobset_crds_at_the_version_its_go_mod_requires() -> None:
+    sources = planned("trainer").crd_sources()
+    assert sources == [
+        ("github.com/kubeflow/trainer/v2", "v2.0.0", "manifests/base/crds"),
+        ("sigs.k8s.io/jobset", "v0.8.2", "config/components/crd/bases"),
+    ]
+
+
+def test_a_build_whose_binary_exists_only_copies_crds_and_keeps_its_build_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = tmp_path / "ray.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        prefix = "github.com/ray-project/kuberay/ray-operator@v1.5.0/config/crd/bases/"
+        zf.writestr(f"{prefix}ray.io_rayjobs.yaml", "kind: CustomResourceDefinition\n")
+    calls = tmp_path / "calls.log"
+    go = tmp_path / "go"
+    go.write_text(FAKE_GO.format(python=sys.executable, log=str(calls), zip=str(archive)))
+    go.chmod(0o755)
+    monkeypatch.setenv("STROMBOLI_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("GO", str(go))
+    build = planned("kuberay")
+    (build.directory / "bin").mkdir(parents=True)
+    build.binary.write_text("#!/bin/sh\n")
+    build.binary.chmod(0o755)
+    (build.directory / "build.json").write_text(json.dumps({"build_seconds": 152.0}))
+    found = build_operator("kuberay")
+    assert "build -p" not in calls.read_text()
+    assert found.complete() and found.record["build_seconds"] == 152.0
+    assert [p.name for p in found.crds] == ["ray.io_rayjobs.yaml"]
