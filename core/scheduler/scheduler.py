@@ -24,6 +24,7 @@ from stromboli.core.scheduler.api.job import TaskInfo
 from stromboli.core.scheduler.api.status import TaskStatus
 from stromboli.core.scheduler.cache import WATCHED_KINDS, SchedulerCache
 from stromboli.core.scheduler.conf import ConfigSource
+from stromboli.core.scheduler.deviceconfig import DeviceConfigSource
 from stromboli.core.scheduler.framework.outcome import EvictionRecord
 from stromboli.core.scheduler.framework.plugin import ACTIONS, Action
 from stromboli.core.scheduler.framework.session import Session
@@ -153,6 +154,7 @@ class Scheduler:
         )
         recorder = EventRecorder(store, clock, k.DEFAULT_SCHEDULER_NAME)
         self.writer = StatusWriter(store, clock, recorder, bind_concurrency)
+        self.device_configs = DeviceConfigSource(store, clock)
         self._actions: dict[str, Action] = {}
         #: The last session, kept for ``explain`` and reports.
         self.last_session: Session | None = None
@@ -213,6 +215,7 @@ class Scheduler:
         stats.intake_seconds = decisions_started - started
         config = self.config.current()
         snapshot = self.cache.snapshot()
+        snapshot.device_configs = await self.device_configs.refresh(config)
         now = self.clock.now()
         ssn = Session(snapshot, config, now)
         time_stages(ssn, stats.stage_seconds)

@@ -24,3 +24,5 @@ class Snapshot:
     hypernodes: dict[str, dict] = field(default_factory=dict)
     #: Numatopologies by name (= node name), raw objects.
     numatopologies: dict[str, dict] = field(default_factory=dict)
+    #: Device-config ConfigMaps' ``data`` by (namespace, name), as ``deviceshare`` names them.
+    device_configs: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)

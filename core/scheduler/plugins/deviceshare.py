@@ -10,9 +10,12 @@ scores how full a node's cards are: binpack prefers full nodes, spread empty one
 weight. Whole ``nvidia.com/gpu`` stays a plain resource; its model is selected with
 ``nvidia.com/use-gputype``/``nouse-gputype`` against the ``nvidia.com/gpu.product`` node label.
 
-Accepted but without effect here: ``deviceshare.NodeLockEnable`` (one scheduler writes the
-assignments, with the binding), the Ascend vNPU switches (NPUs stay plain resources) and
-``deviceshare.KnownGeometriesCMName``/``Namespace`` (the built-in MIG geometries are used).
+MIG geometries come from the ``nvidia.knownMigGeometries`` of the device-config ConfigMap
+``deviceshare.KnownGeometriesCMName`` in ``deviceshare.KnownGeometriesCMNamespace``
+(``volcano-vgpu-device-config`` in ``kube-system``; read by the scheduler, see
+``scheduler/deviceconfig.py``), else the built-in ones. Accepted but without effect here:
+``deviceshare.NodeLockEnable`` (one scheduler writes the assignments, with the binding) and the
+Ascend vNPU switches (NPUs stay plain resources).
 """
 
 from __future__ import annotations
@@ -31,8 +34,10 @@ from stromboli.core.scheduler.framework.plugin import Plugin
 from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import EventHandler, Session
 from stromboli.core.scheduler.util.devices import vgpu
+from stromboli.core.scheduler.util.devices.config import known_geometries
 from stromboli.core.scheduler.util.devices.inventory import DeviceInventory, DeviceOptions, Plan
-from stromboli.core.scheduler.util.devices.request import DeviceRequest
+from stromboli.core.scheduler.util.devices.mig import DEFAULT_GEOMETRIES, ModelGeometries
+from stromboli.core.scheduler.util.devices.request import DeviceError, DeviceRequest
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +138,7 @@ class DeviceSharePlugin(Plugin):
             vgpu=args.get_bool(VGPU_ENABLE, False),
             policy=policy,
             exclusive_rules=rules,
+            geometries=self._geometries(ssn),
         )
         self.ssn = ssn
         self.weight = args.get_int(SCHEDULE_WEIGHT, 0)
@@ -145,6 +151,25 @@ class DeviceSharePlugin(Plugin):
         if self.weight > 0:
             ssn.register(ExtensionPoint.NODE_ORDER, self.name, self.node_order)
         ssn.add_event_handler(EventHandler(allocate=self.on_allocate, deallocate=self.on_release))
+
+    def _geometries(self, ssn: Session) -> tuple[ModelGeometries, ...]:
+        """The MIG geometries of the device-config ConfigMap the arguments name, else the
+        built-in ones (also when it cannot be read: logged, naming it and the field)."""
+        name = self.arguments.get_str(GEOMETRIES_CM_NAME, "") or str(
+            self.known_arguments[GEOMETRIES_CM_NAME]
+        )
+        namespace = self.arguments.get_str(GEOMETRIES_CM_NAMESPACE, "") or str(
+            self.known_arguments[GEOMETRIES_CM_NAMESPACE]
+        )
+        data = ssn.snapshot.device_configs.get((namespace, name))
+        if data is None:
+            return DEFAULT_GEOMETRIES
+        try:
+            found = known_geometries(data, f"ConfigMap {namespace}/{name}")
+        except DeviceError as err:
+            log.warning("%s; the built-in MIG geometries are used", err)
+            return DEFAULT_GEOMETRIES
+        return DEFAULT_GEOMETRIES if found is None else found
 
     # -- predicate and score -----------------------------------------------------------------
 

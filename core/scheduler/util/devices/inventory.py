@@ -35,7 +35,8 @@ log = logging.getLogger(__name__)
 #: The node label NVIDIA's GPU feature discovery sets to the card model.
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 #: Registrations already parsed, by their text (nodes rarely change theirs); bounded.
-_REGISTERED: dict[str, list[vgpu.Card] | str] = {}
+#: Parsed registrations by (text, MIG geometries): the geometries shape the cards' MIG state.
+_REGISTERED: dict[tuple[str, tuple[ModelGeometries, ...]], list[vgpu.Card] | str] = {}
 _REGISTERED_LIMIT = 4096
 
 
@@ -100,7 +101,8 @@ def _copy_cards(cards: list[vgpu.Card]) -> list[vgpu.Card]:
 
 def registered_cards(text: str, known: tuple[ModelGeometries, ...]) -> list[vgpu.Card] | str:
     """Fresh (unused) cards of a registration, or the reason it cannot be read."""
-    parsed = _REGISTERED.get(text)
+    key = (text, known)
+    parsed = _REGISTERED.get(key)
     if parsed is None:
         try:
             parsed = vgpu.cards_from_register(text, known)
@@ -108,7 +110,7 @@ def registered_cards(text: str, known: tuple[ModelGeometries, ...]) -> list[vgpu
             parsed = str(err)
         if len(_REGISTERED) >= _REGISTERED_LIMIT:
             _REGISTERED.clear()
-        _REGISTERED[text] = parsed
+        _REGISTERED[key] = parsed
     return parsed if isinstance(parsed, str) else _copy_cards(parsed)
 
 
