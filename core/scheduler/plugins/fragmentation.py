@@ -50,6 +50,8 @@ MAX_NODE_SCORE = 100.0
 #: The most shapes a mix may keep, whatever the argument says (each costs every score).
 SHAPES_LIMIT = 256
 TIE_BREAK = 1e-9
+#: The most elements a vectorised fragment computation handles at once.
+CHUNK_ELEMENTS = 1 << 22
 
 
 def pod_shape(task: TaskInfo, request: DeviceRequest | str | None) -> PodShape:
@@ -197,9 +199,16 @@ class FragmentationPlugin(Plugin):
                     for column, free in enumerate(_free(devices)):
                         self.free[position, column] = free
             cpu, mem = self._idle(stale)
-            self.before[stale] = expected_fragments(
-                self.free[stale], cpu, mem, mix.need[:, stale, :], mix
-            )
+            step = max(1, CHUNK_ELEMENTS // (max(1, mix.weights.size) * max(1, self.free.shape[1])))
+            for start in range(0, stale.shape[0], step):
+                rows = stale[start : start + step]
+                self.before[rows] = expected_fragments(
+                    self.free[rows],
+                    cpu[start : start + step],
+                    mem[start : start + step],
+                    mix.need[:, rows, :],
+                    mix,
+                )
             self._seen_versions[0, stale] = self.ssn.nodes.versions[stale]
             self._seen_versions[1, stale] = self.inventory.versions[stale]
 
@@ -237,19 +246,37 @@ class FragmentationPlugin(Plugin):
         cpu, mem = cpu - shape.cpu, mem - shape.memory
         picked, inverse = self._distinct(rows, cpu, mem, mix)
         alike = rows[picked]
-        free = self.free[alike]
-        need = shape.need(self.card_memory[alike], self.card_types[alike])
+        best = np.empty(alike.shape[0])
+        width = max(1, self.free.shape[1])
+        options = width if shape.gpus == 1 else 1
+        # Rows at a time so that the (shapes, rows, options, cards) temporaries stay bounded
+        # whatever a node registers.
+        step = max(1, CHUNK_ELEMENTS // (max(1, mix.weights.size) * options * width))
+        for start in range(0, alike.shape[0], step):
+            part = slice(start, start + step)
+            best[part] = self._best_after(
+                shape, alike[part], cpu[picked][part], mem[picked][part], mix
+            )
+        return best[inverse] - self.before[rows]
+
+    def _best_after(
+        self, shape: PodShape, rows: np.ndarray, cpu: np.ndarray, mem: np.ndarray, mix: MixArrays
+    ) -> np.ndarray:
+        """The least expected fragment each row can be left with by one pod of ``shape``
+        (+inf where it cannot take one); ``cpu``/``mem`` are what the pod would leave."""
+        free = self.free[rows]
+        need = shape.need(self.card_memory[rows], self.card_types[rows])
         choices, after = placements(free, need, shape.gpus)
         options = choices.shape[1]
         fragments = expected_fragments(
-            after.reshape(alike.shape[0] * options, free.shape[1]),
-            np.repeat(cpu[picked], options),
-            np.repeat(mem[picked], options),
-            mix.need[:, np.repeat(alike, options), :],
+            after.reshape(rows.shape[0] * options, free.shape[1]),
+            np.repeat(cpu, options),
+            np.repeat(mem, options),
+            mix.need[:, np.repeat(rows, options), :],
             mix,
-        ).reshape(alike.shape[0], options)
+        ).reshape(rows.shape[0], options)
         fragments[choices == -1] = np.inf
-        return fragments.min(axis=1)[inverse] - self.before[rows]
+        return fragments.min(axis=1)
 
     def _distinct(
         self, rows: np.ndarray, cpu: np.ndarray, mem: np.ndarray, mix: MixArrays

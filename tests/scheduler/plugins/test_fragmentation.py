@@ -255,3 +255,15 @@ def test_without_deviceshare_the_plugin_scores_nothing() -> None:
     plugin = ssn.plugins["fragmentation"]
     task = next(t for job in ssn.jobs.values() for t in job.tasks.values())
     assert plugin.node_order(task, np.arange(2)).tolist() == [0.0, 0.0]
+
+
+def test_a_node_registering_the_most_cards_is_scored_like_any_other() -> None:
+    """One node may register 128 cards (deviceshare's bound); the others keep their few and
+    the pods still go where they fragment least."""
+    objects = [gpu_node("wide", 128), gpu_node("n1", 2)]
+    objects += gpu_pod("first", 1, 60, 0)
+    objects += gpu_pod("second", 1, 40, 1)
+    placed = allocate(objects)
+    first = vgpu.decode(placed["first"][k.VGPU_IDS_NEW_KEY])[0][0].uuid
+    second = vgpu.decode(placed["second"][k.VGPU_IDS_NEW_KEY])[0][0].uuid
+    assert second == first  # 40% fills the card the 60% pod started
