@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from stromboli.core.api import constants as k
 from stromboli.core.api.keys import object_key
@@ -55,9 +56,11 @@ WATCHED_KINDS = (
 _QUOTA_ONLY_PREFIXES = ("requests.", "limits.", "count/")
 
 
-def _schedulable_names(resources: object) -> object:
+def _schedulable_names(resources: Any) -> Any:
+    """``minResources`` without its quota-only names; anything but a mapping is returned as it
+    is, for ``Resource.from_list`` to refuse naming the field."""
     if not isinstance(resources, Mapping):
-        return resources  # from_list refuses it, naming the field
+        return resources
     return {n: v for n, v in resources.items() if not str(n).startswith(_QUOTA_ONLY_PREFIXES)}
 
 
