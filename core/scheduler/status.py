@@ -201,6 +201,9 @@ def collect(ssn: Session, now: str) -> StatusChanges:
         # Every pod left unbound says why, whatever its group's phase, as Volcano's scheduler
         # marks each pending pod it could not place.
         for task in waiting:
+            if task.gated:
+                # The API server gives a gated pod its own condition (SchedulingGated): leave it.
+                continue
             reason, message = _task_reason(job, task, base)
             if _pod_condition_unchanged(task.pod, reason, message, task.nominated_node):
                 continue

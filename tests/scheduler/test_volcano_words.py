@@ -334,3 +334,25 @@ def test_queue_refusal_is_recognised() -> None:
     assert is_queue_refusal(queue_refusal("research"))
     assert not is_queue_refusal("0/2 nodes are unavailable: 2 Insufficient cpu.")
     assert not is_queue_refusal("queue research is closed")
+
+
+async def test_a_gated_pod_keeps_the_api_servers_condition(tmp_path: Path) -> None:
+    gated = pod("pg-0", group="pg", cpu="1")
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+    gated["status"] = {
+        "phase": "Pending",
+        "conditions": [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "SchedulingGated",
+                "message": "Scheduling is blocked due to non-empty scheduling gates",
+            }
+        ],
+    }
+    c = await start(tmp_path, node("n1"), podgroup("pg", 1), gated)
+    await c.run(2)
+    condition = pod_condition(await c.pod("pg-0"))
+    assert condition is not None
+    assert condition["reason"] == "SchedulingGated"
+    assert not await c.events(reason="FailedScheduling", name="pg-0")
