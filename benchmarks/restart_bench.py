@@ -1,0 +1,370 @@
+"""Restart at scale on the test control plane: how soon a restarted scheduler (and controller)
+is ready on a full cluster, and how much memory it takes.
+
+Starts etcd, kube-apiserver, kube-controller-manager and kwok, then fills the cluster:
+N kwok nodes (32 cpu, 256Gi, 110 pods), P/S PodGroups of S members and P pods already bound
+(``spec.nodeName`` set, so kwok runs them without any scheduler), created in parallel.
+
+Scheduler: ``stromboli scheduler`` is started twice. The first start settles what a fresh fill
+leaves to do (the PodGroups' status); the second is the restart measured, as Volcano's
+tracker measures it. For each start it prints the seconds from process start to
+
+- ``ready``: the first scheduling cycle finished (``volcano_e2e_scheduling_latency_milliseconds``
+  counted on /metrics), i.e. the cache is filled from the initial lists;
+- ``first bind``: a new one-pod gang, created the moment the process starts, seen bound;
+
+and the peak resident memory (``VmHWM`` of /proc/<pid>/status) and CPU seconds at that point.
+
+Controller: ``--vcjobs`` vcjobs of one replica are created and ``stromboli controller`` run
+until their pods exist (with the scheduler binding them), then it is restarted: seconds from
+process start to a new vcjob's pod created, peak RSS and CPU.
+
+Run: .venv/bin/python benchmarks/restart_bench.py [--nodes 5000] [--pods 50000]
+     [--group-size 10] [--vcjobs 5000] [--parts scheduler,controller]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from live_bench import BACKGROUND, request_counts
+
+from stromboli.core.api.crds import build_crds
+from stromboli.core.cluster.kube import KubeConfig, KubeStore
+from stromboli.core.devcluster.controlplane import ControlPlane, free_port
+
+NAMESPACE = "default"
+STROMBOLI = Path(sys.executable).with_name("stromboli")
+TICKS = os.sysconf("SC_CLK_TCK")
+_CYCLES = re.compile(r"^volcano_e2e_scheduling_latency_milliseconds_count(?:\{[^}]*\})? (\S+)$")
+
+
+def container() -> dict:
+    return {
+        "name": "main",
+        "image": "busybox:1.36",
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+    }
+
+
+def bound_pod(name: str, group: str, node: str | None) -> dict:
+    spec: dict = {"schedulerName": "volcano", "containers": [container()]}
+    if node:
+        spec["nodeName"] = node
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": NAMESPACE,
+            "labels": {"bench": "restart"},
+            "annotations": {"scheduling.k8s.io/group-name": group},
+        },
+        "spec": spec,
+    }
+
+
+def podgroup(name: str, members: int) -> dict:
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {"minMember": members, "queue": "default"},
+    }
+
+
+def vcjob(name: str) -> dict:
+    """A one-replica vcjob as the webhook would have defaulted it (no webhook runs here)."""
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {
+            "schedulerName": "volcano",
+            "queue": "default",
+            "minAvailable": 1,
+            "tasks": [
+                {
+                    "name": "worker",
+                    "replicas": 1,
+                    "template": {"spec": {"restartPolicy": "Never", "containers": [container()]}},
+                }
+            ],
+        },
+    }
+
+
+async def create_all(store: KubeStore, objects: list[dict], concurrency: int = 64) -> float:
+    """Create every object (an existing one is left as it is); returns the seconds taken."""
+    began = time.monotonic()
+    queue = iter(objects)
+
+    async def worker() -> None:
+        for obj in queue:
+            try:
+                await store.create(obj)
+            except Exception as err:  # AlreadyExists on a rerun, or a transient error
+                if "AlreadyExists" not in type(err).__name__:
+                    print(f"create {obj['kind']} {obj['metadata']['name']}: {err}")
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return time.monotonic() - began
+
+
+def proc_status(pid: int) -> tuple[float, float]:
+    """(peak RSS MiB from VmHWM, user+system CPU seconds) of a live process; zeros if gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return 0.0, 0.0
+    hwm = next((line.split()[1] for line in status.splitlines() if line.startswith("VmHWM")), "0")
+    return int(hwm) / 1024, (int(stat[11]) + int(stat[12])) / TICKS
+
+
+def cycles(port: int) -> float:
+    """Scheduling cycles finished so far, from the scheduler's /metrics (0 while not serving)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as answer:
+            text = answer.read().decode()
+    except OSError:
+        return 0.0
+    for line in text.splitlines():
+        match = _CYCLES.match(line)
+        if match:
+            return float(match.group(1))
+    return 0.0
+
+
+@dataclass(slots=True)
+class Start:
+    """What one start of a process measured (seconds from its start)."""
+
+    label: str
+    ready_s: float
+    first_s: float
+    peak_mib: float
+    cpu_s: float
+    #: API requests every client made meanwhile, by "VERB resource" (node leases left out).
+    requests: dict[str, int]
+
+    def print(self) -> None:
+        ready = f"ready {self.ready_s:6.1f}s  " if self.ready_s == self.ready_s else ""
+        print(
+            f"  {self.label:<22} {ready}first new pod {self.first_s:6.1f}s  "
+            f"peak RSS {self.peak_mib:7.0f} MiB  cpu {self.cpu_s:6.1f}s  "
+            f"(load {os.getloadavg()[0]:.1f})"
+        )
+        top = sorted(self.requests.items(), key=lambda kv: -kv[1])[:6]
+        print("    requests meanwhile: " + ", ".join(f"{key} {n}" for key, n in top))
+
+
+def requests_since(cp: ControlPlane, before: Counter[tuple[str, str]]) -> dict[str, int]:
+    after = request_counts(cp.client) - before
+    return {f"{v} {r}": n for (v, r), n in after.items() if (v, r) not in BACKGROUND}
+
+
+async def pod_appears(store: KubeStore, name: str, bound: bool, timeout: float) -> float:
+    """Monotonic time at which pod ``name`` exists (and, with ``bound``, has a node)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            found = await store.get("v1", "Pod", name, NAMESPACE)
+        except Exception:
+            found = None
+        if found is not None and (not bound or found["spec"].get("nodeName")):
+            return time.monotonic()
+        await asyncio.sleep(0.1)
+    raise TimeoutError(f"pod {NAMESPACE}/{name} not {'bound' if bound else 'created'}")
+
+
+def spawn(cp: ControlPlane, command: str, metrics_port: int, extra: list[str]) -> subprocess.Popen:
+    """Start ``stromboli COMMAND``, its log appended to the control plane's log folder."""
+    log = (cp.log_dir / f"stromboli-{command}.log").open("ab")
+    return subprocess.Popen(
+        [
+            str(STROMBOLI),
+            command,
+            f"--kubeconfig={cp.kubeconfig_path}",
+            "--healthz-address=",
+            f"--listen-address=127.0.0.1:{metrics_port}",
+            "--kube-api-qps=5000",
+            "--kube-api-burst=5000",
+            "-v",
+            "1",
+            *extra,
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+async def scheduler_start(
+    cp: ControlPlane, store: KubeStore, label: str, probe: str, args: argparse.Namespace
+) -> tuple[Start, subprocess.Popen]:
+    """Start the scheduler, create a one-pod gang at once, and time readiness and its bind."""
+    port = free_port()
+    before = request_counts(cp.client)
+    began = time.monotonic()
+    proc = spawn(cp, "scheduler", port, args.scheduler_arg)
+    await create_all(store, [podgroup(probe, 1), bound_pod(probe, probe, None)], 2)
+    ready = float("nan")
+    first = asyncio.create_task(pod_appears(store, probe, True, args.timeout))
+    while not first.done() or ready != ready:
+        if ready != ready and cycles(port) > 0:
+            ready = time.monotonic() - began
+        if proc.poll() is not None:
+            raise RuntimeError(f"scheduler exited with {proc.returncode}")
+        await asyncio.sleep(0.1)
+    peak, cpu = proc_status(proc.pid)
+    start = Start(label, ready, first.result() - began, peak, cpu, requests_since(cp, before))
+    return start, proc
+
+
+async def measure_scheduler(
+    cp: ControlPlane, store: KubeStore, args: argparse.Namespace
+) -> subprocess.Popen:
+    """Time a first start and a restart; returns the restarted scheduler, still running."""
+    print("scheduler:")
+    first, proc = await scheduler_start(cp, store, "first start", "probe-0", args)
+    first.print()
+    stop(proc)
+    again, proc = await scheduler_start(cp, store, "restart", "probe-1", args)
+    again.print()
+    if args.profile:
+        stop(proc)
+        await profile_restart(cp, args.profile)
+        proc = spawn(cp, "scheduler", free_port(), args.scheduler_arg)
+    return proc
+
+
+async def profile_restart(cp: ControlPlane, path: str) -> None:
+    """One more restart under cProfile, stopped once ready: where start-up time goes."""
+    port = free_port()
+    began = time.monotonic()
+    profiled = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "cProfile", "-o", path, str(STROMBOLI), "scheduler"),
+            f"--kubeconfig={cp.kubeconfig_path}",
+            "--healthz-address=",
+            f"--listen-address=127.0.0.1:{port}",
+            "-v",
+            "1",
+        ]
+    )
+    while cycles(port) == 0:
+        await asyncio.sleep(0.2)
+    print(f"  profiled restart ready {time.monotonic() - began:.1f}s; profile in {path}")
+    stop(profiled)
+
+
+async def measure_controller(cp: ControlPlane, store: KubeStore, args: argparse.Namespace) -> None:
+    """Time a first start on the vcjobs and a restart, with a scheduler binding their pods."""
+    print(f"controller ({args.vcjobs} vcjobs of one pod):")
+    took = await create_all(store, [vcjob(f"vcjob-{j}") for j in range(args.vcjobs)])
+    print(f"  created {args.vcjobs} vcjobs in {took:.0f}s")
+    for label, probe in (("first start", "probe-job-0"), ("restart", "probe-job-1")):
+        before = request_counts(cp.client)
+        began = time.monotonic()
+        proc = spawn(cp, "controller", free_port(), args.controller_arg)
+        await create_all(store, [vcjob(probe)], 1)
+        created = await pod_appears(store, f"{probe}-worker-0", False, args.timeout)
+        peak, cpu = proc_status(proc.pid)
+        requests = requests_since(cp, before)
+        Start(label, float("nan"), created - began, peak, cpu, requests).print()
+        if label == "first start":
+            last = f"vcjob-{args.vcjobs - 1}-worker-0"
+            await pod_appears(store, last, False, args.timeout)
+            print(f"  every vcjob's pod created {time.monotonic() - began:.0f}s after start")
+        stop(proc)
+
+
+async def fill(cp: ControlPlane, store: KubeStore, args: argparse.Namespace) -> None:
+    nodes = []
+    for i in range(args.nodes):
+        node = cp.node_manifest(f"kwok-node-{i}", i, cpu="32", memory="256Gi", pods=110)
+        node["kind"], node["apiVersion"] = "Node", "v1"
+        nodes.append(node)
+    took = await create_all(store, nodes)
+    print(f"fill: {args.nodes} nodes in {took:.0f}s", flush=True)
+    groups = args.pods // args.group_size
+    took = await create_all(store, [podgroup(f"pg-{g}", args.group_size) for g in range(groups)])
+    print(f"fill: {groups} PodGroups in {took:.0f}s", flush=True)
+    pods = [
+        bound_pod(
+            f"pg-{i // args.group_size}-{i % args.group_size}",
+            f"pg-{i // args.group_size}",
+            f"kwok-node-{i % args.nodes}",
+        )
+        for i in range(groups * args.group_size)
+    ]
+    took = await create_all(store, pods)
+    print(
+        f"fill: {len(pods)} bound pods in {took:.0f}s ({len(pods) / took:.0f}/s); "
+        f"load {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    # kwok renews every node's Lease each quarter of its duration: at 5,000 nodes the default
+    # (40 s) alone is 500 writes/s, which would measure the machine, not the restart.
+    kwok = [f"--node-lease-duration-seconds={args.lease_seconds}"]
+    with ControlPlane(nodes=0, kwok_args=kwok) as cp:
+        cp.apply_manifests(build_crds())
+        store = KubeStore(KubeConfig.load(str(cp.kubeconfig_path)), qps=5000, burst=5000)
+        print(
+            f"{args.nodes} kwok nodes, {args.pods} bound pods; {os.cpu_count()} cpus shared; "
+            f"load average {os.getloadavg()[0]:.1f}; logs in {cp.log_dir}",
+            flush=True,
+        )
+        await fill(cp, store, args)
+        parts = args.parts.split(",")
+        if "scheduler" in parts:
+            scheduler = await measure_scheduler(cp, store, args)
+        else:
+            scheduler = spawn(cp, "scheduler", free_port(), args.scheduler_arg)
+        if "controller" in parts:
+            await measure_controller(cp, store, args)
+        stop(scheduler)
+        await store.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--pods", type=int, default=50000)
+    parser.add_argument("--group-size", type=int, default=10)
+    parser.add_argument("--vcjobs", type=int, default=5000)
+    parser.add_argument("--parts", default="scheduler,controller")
+    parser.add_argument("--lease-seconds", type=int, default=600)
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per wait")
+    parser.add_argument("--profile", help="also profile one restart of the scheduler into FILE")
+    parser.add_argument("--scheduler-arg", action="append", default=[])
+    parser.add_argument("--controller-arg", action="append", default=[])
+    asyncio.run(main_async(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
