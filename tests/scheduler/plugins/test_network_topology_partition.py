@@ -16,6 +16,7 @@ from tests.scheduler.builders import Cluster, conf, pod, podgroup
 from tests.scheduler.plugins.test_network_topology import (
     HARD1,
     HARD2,
+    PLAIN_CONF,
     SOFT,
     allocate,
     running,
@@ -211,3 +212,35 @@ def test_partitions_are_never_split_nor_placed_across_their_tier(
         assert len({domain[n] for n in nodes}) == 1
     if placed:
         assert len(parts) >= max(minimum, 1)
+
+
+def test_a_restarted_pod_of_a_partition_returns_to_its_partitions_rack() -> None:
+    objects = [*topology_tree(), *partitioned("j", 2, 2)]
+    group = objects[len(topology_tree())]
+    group["status"] = {"phase": "Running"}
+    pods = objects[len(topology_tree()) + 1 :]
+    # Partition 0 runs in rack s3 (n6, n7) and partition 1 in s0; pod 1 of partition 0 was
+    # restarted (pending again).
+    for p, on in zip(pods, ["n6", None, "n0", "n1"], strict=True):
+        if on:
+            p["spec"]["nodeName"] = on
+            p["status"] = {"phase": "Running"}
+    # Without the scoring plugin every rack ties and the first by name would be s1.
+    _, placed = allocate(objects, PLAIN_CONF)
+    assert placed == {"j-worker-1": "n7"}  # back into s3, though s1 and s2 are empty
+
+
+def test_job_hard_tier_2_with_soft_partitions_keeps_the_job_in_one_spine() -> None:
+    # Two busy nodes, one per rack of spine s4: soft partitions may span racks, the job not
+    # spines.
+    objects = [
+        *topology_tree(),
+        *running("busy-0", "n0"),
+        *running("busy-1", "n2"),
+        *partitioned("j", 2, 2, partition_topology=SOFT, job_topology=HARD2),
+    ]
+    _, placed = allocate(objects)
+    assert len(placed) == 4
+    assert {int(n[1:]) // 4 for n in placed.values()} == {1}  # spine s5: s4 has 2 nodes free
+    parts = by_partition(placed, 2)
+    assert all(len({RACK[n] for n in nodes}) == 1 for nodes in parts.values())  # lowest tier
