@@ -16,6 +16,8 @@ from stromboli.core.doctor.view import ClusterView, mapping, meta, sequence, tex
 CHECK = "crds"
 APPLY = "run: kubectl apply -f deploy/crds/ (or: stromboli crds | kubectl apply -f -)"
 SHOWN_FIELDS = 3
+KEPT_AT_ROOT = ("apiVersion", "kind", "metadata")
+"""Fields the API server keeps whatever the schema says."""
 
 
 def schema_digest(schema: Any) -> str:
@@ -33,6 +35,8 @@ def pruned_fields(ours: Mapping[str, Any], theirs: Any, path: str = "") -> list[
     missing: list[str] = []
     stored_properties = mapping(stored.get("properties"))
     for key, sub in mapping(ours.get("properties")).items():
+        if not path and key in KEPT_AT_ROOT:
+            continue
         where = f"{path}.{key}" if path else key
         if key not in stored_properties:
             missing.append(where)
@@ -91,7 +95,7 @@ def check_crd(expected: Mapping[str, Any], found: Any) -> list[Finding]:
     want = ours["schema"]["openAPIV3Schema"]
     have = mapping(theirs.get("schema")).get("openAPIV3Schema")
     if schema_digest(want) != schema_digest(have):
-        missing = pruned_fields(want, have)
+        missing = sorted(pruned_fields(want, have))
         if missing:
             shown = ", ".join(missing[:SHOWN_FIELDS])
             more = f" and {len(missing) - SHOWN_FIELDS} more" if len(missing) > SHOWN_FIELDS else ""

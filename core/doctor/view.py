@@ -18,6 +18,8 @@ DEFAULT_NAMESPACE: Final = "volcano-system"
 APP_LABEL: Final = "app.kubernetes.io/name"
 COMPONENT_LABEL: Final = "app.kubernetes.io/component"
 COMPONENTS: Final = ("scheduler", "controller", "webhook")
+UNDOTTED_GROUPS: Final = frozenset({"apps", "batch", "policy", "autoscaling"})
+"""API groups without a dot, so ``apps/replicasets`` is not read as a core subresource."""
 """Deployments ``stromboli-<component>`` (deploy/ and the chart name them so)."""
 
 
@@ -37,7 +39,8 @@ class AccessQuestion:
     def attributes(self) -> dict[str, str]:
         """``resourceAttributes`` of a SubjectAccessReview."""
         head, _, tail = self.resource.partition("/")
-        group, rest = (head, tail) if "." in head else ("", self.resource)
+        is_group = "." in head or head in UNDOTTED_GROUPS
+        group, rest = (head, tail) if is_group else ("", self.resource)
         plural, _, subresource = rest.partition("/")
         attrs = {"group": group, "resource": plural, "verb": self.verb}
         if subresource:
