@@ -19,6 +19,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,7 @@ ENROL_WEBHOOK = (
     "volcano-admission-service-pods-mutate"
 )
 TRAINING_VWC = "validator.training-operator.kubeflow.org"
-#: Where the training-operator reads its webhook certificate (pkg/cert/cert.go: fixed).
+#: Where the training-operator and Trainer read their webhook certificate (pkg/cert, fixed).
 TRAINING_CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")
 
 
@@ -110,36 +111,74 @@ class OperatorProcess:
         )
 
 
-def start_training_operator(
-    cp: ControlPlane, build: OperatorBuild, log_dir: Path, *flags: str
-) -> tuple[OperatorProcess, Callable[[], None]]:
-    """The training-operator running, and what stops it and removes what it needed.
+@dataclass(frozen=True)
+class RotatedCerts:
+    """Where an operator using cert-controller's rotator keeps its webhook certificate."""
 
-    It serves validating webhooks with certificates from cert-controller's rotator, which
-    needs its Secret and a ValidatingWebhookConfiguration to exist (made here, the
+    #: The namespace it believes it runs in (None: a fresh one, passed in ``namespace_env``).
+    home: str | None
+    secret: str
+    webhook_configuration: str
+    namespace_env: str | None = None
+
+
+TRAINING_CERTS = RotatedCerts(
+    None, "training-operator-webhook-cert", TRAINING_VWC, "MY_POD_NAMESPACE"
+)
+#: Trainer reads its namespace from the pod's ServiceAccount mount, else kubeflow-system.
+TRAINER_CERTS = RotatedCerts(
+    "kubeflow-system", "kubeflow-trainer-webhook-cert", "validator.trainer.kubeflow.org"
+)
+
+
+def start_rotated_operator(
+    cp: ControlPlane, build: OperatorBuild, log_dir: Path, certs: RotatedCerts, args: Sequence[str]
+) -> tuple[OperatorProcess, Callable[[], None]]:
+    """An operator whose webhooks use cert-controller's rotator (the training-operator,
+    Trainer) running, and what stops it and removes what it needed.
+
+    The rotator needs its Secret and a ValidatingWebhookConfiguration to exist (made here, the
     configuration with no webhooks, so the API server never calls the operator) and, before
-    any controller starts, the certificate in a fixed folder, which a kubelet would mount
-    from the Secret: :func:`_mount_webhook_certs` plays that part. The webhook server's
-    address cannot be chosen, only its port (a free one); metrics and probes are on 127.0.0.1.
+    any controller starts, the certificate in a fixed folder, which a kubelet would mount from
+    the Secret: :func:`_mount_webhook_certs` plays that part. The webhook server's address
+    cannot be chosen, only its port (pass a free one); metrics and probes go on 127.0.0.1.
     """
     client = cp.client
-    home = make_namespace(client, f"kubeflow-{free_port()}")
+    home = make_namespace(client, certs.home or f"kubeflow-{free_port()}")
     client.post(
         f"/api/v1/namespaces/{home}/secrets",
-        {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {"name": "training-operator-webhook-cert"},
-        },
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": certs.secret}},
     )
     vwc = {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": TRAINING_VWC},
+        "metadata": {"name": certs.webhook_configuration},
         "webhooks": [],
     }
     cp.apply_manifests(vwc)
     shutil.rmtree(TRAINING_CERT_DIR, ignore_errors=True)  # a former run's certificate
+    env = {certs.namespace_env: home} if certs.namespace_env else {}
+    log = log_dir / f"{build.operator.name}.log"
+    operator = OperatorProcess(build, cp, log, args, env).start()
+    configurations = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+
+    def stop() -> None:
+        operator.stop()
+        client.delete(f"/api/v1/namespaces/{home}")
+        client.delete(f"{configurations}/{certs.webhook_configuration}")
+
+    try:
+        _mount_webhook_certs(client, f"/api/v1/namespaces/{home}/secrets/{certs.secret}", operator)
+    except BaseException:
+        stop()
+        raise
+    return operator, stop
+
+
+def start_training_operator(
+    cp: ControlPlane, build: OperatorBuild, log_dir: Path, *flags: str
+) -> tuple[OperatorProcess, Callable[[], None]]:
+    """The training-operator (PyTorchJobs only) with ``flags`` (:func:`start_rotated_operator`)."""
     args = [
         *flags,
         f"--metrics-bind-address=127.0.0.1:{free_port()}",
@@ -147,26 +186,10 @@ def start_training_operator(
         f"--webhook-server-port={free_port()}",
         "--enable-scheme=pytorchjob",
     ]
-    log = log_dir / "training-operator.log"
-    operator = OperatorProcess(build, cp, log, args, {"MY_POD_NAMESPACE": home}).start()
-
-    def stop() -> None:
-        operator.stop()
-        client.delete(f"/api/v1/namespaces/{home}")
-        client.delete(
-            f"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/{TRAINING_VWC}"
-        )
-
-    try:
-        _mount_webhook_certs(client, home, operator)
-    except BaseException:
-        stop()
-        raise
-    return operator, stop
+    return start_rotated_operator(cp, build, log_dir, TRAINING_CERTS, args)
 
 
-def _mount_webhook_certs(client: KubeHTTP, home: str, operator: OperatorProcess) -> None:
-    path = f"/api/v1/namespaces/{home}/secrets/training-operator-webhook-cert"
+def _mount_webhook_certs(client: KubeHTTP, path: str, operator: OperatorProcess) -> None:
     data = wait_until(
         "cert-controller filling the webhook Secret",
         lambda: (client.get(path).get("data") or {}).get("tls.key") and client.get(path)["data"],
