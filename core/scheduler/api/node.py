@@ -9,7 +9,8 @@ but its resources count as future idle; a pipelined pod reserves future idle onl
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+import operator
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -35,10 +36,15 @@ class NodeInfo:
     used_ports: set[tuple[str, str, int]] = field(default_factory=set)
 
     def clone(self) -> NodeInfo:
-        node = copy.copy(self)
+        # One constructor call from a C attrgetter: several times faster than copy.copy on a
+        # slotted dataclass, and every snapshot clones every node.
+        node = NodeInfo(*_node_values(self))
         node.tasks = dict(self.tasks)
         node.used_ports = set(self.used_ports)
         return node
+
+
+_node_values = operator.attrgetter(*(f.name for f in fields(NodeInfo)))
 
 
 def host_ports(pod: dict) -> list[tuple[str, str, int]]:

@@ -91,6 +91,8 @@ class Session:
         self.fit_cache: dict[tuple[bytes, bool], tuple[np.ndarray, ...]] = {}
         #: Per task score shape: node-order scores of every node and the node versions they saw.
         self._score_cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        #: The read-only mask of a predicate verdict that fails no node (see ``predicate``).
+        self._all_pass: np.ndarray | None = None
         self.event_handlers: list[EventHandler] = []
         self.outcome = SessionOutcome()
         #: Plugin timings of this session in seconds, by (plugin, "OnSessionOpen"/"OnSessionClose").
@@ -264,7 +266,10 @@ class Session:
         return None
 
     def _all(self, point: ExtensionPoint, *args: Any) -> bool:
-        return all(fn(*args) for fn in self._flat(point))
+        for fn in self._flat(point):  # noqa: SIM110 - a plain loop: asked once per task placed
+            if not fn(*args):
+                return False
+        return True
 
     def job_ready(self, job: JobInfo) -> bool:
         return self._all(P.JOB_READY, job)
@@ -320,13 +325,28 @@ class Session:
         return None
 
     def predicate(self, task: TaskInfo) -> Filter:
-        """All plugin predicates for ``task`` over every node, combined."""
-        combined = Filter.all_pass(len(self.nodes))
+        """All plugin predicates for ``task`` over every node, combined.
+
+        A result without reasons passes every node (a ``Filter`` only loses nodes through
+        ``fail``) and adds nothing; when no predicate fails a node, which is most calls, the
+        answer shares one read-only all-pass mask instead of allocating one per task.
+        """
+        combined: Filter | None = None
         for fn in self._flat(P.PREDICATE):
             result: Filter = fn(task)
+            if not result.reasons:
+                continue
+            if combined is None:
+                combined = Filter.all_pass(len(self.nodes))
             for mask, reason, unresolvable in result.reasons:
                 combined.fail(mask & combined.passed, reason, unresolvable)
-        return combined
+        if combined is not None:
+            return combined
+        everywhere = self._all_pass
+        if everywhere is None or everywhere.shape[0] != len(self.nodes):
+            everywhere = self._all_pass = np.ones(len(self.nodes), dtype=bool)
+            everywhere.flags.writeable = False
+        return Filter(everywhere)
 
     def node_scores(self, task: TaskInfo, positions: np.ndarray) -> np.ndarray:
         """Summed node-order and batch-node-order scores for the candidate ``positions``.
