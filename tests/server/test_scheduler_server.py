@@ -117,7 +117,10 @@ async def test_pods_bound_once_only_across_cycles() -> None:
     server.stop()
     await asyncio.wait_for(running, 5)
     events = (await store.list("v1", "Event")).items
-    scheduled = [e for e in events if e["reason"] == "Scheduled"]
+    # Pods' Scheduled events (the PodGroup's own "pod group is ready" event is also Scheduled).
+    scheduled = [
+        e for e in events if e["reason"] == "Scheduled" and e["involvedObject"]["kind"] == "Pod"
+    ]
     assert sorted(e["involvedObject"]["name"] for e in scheduled) == ["g-0", "g-1"]
     assert all(e["count"] == 1 for e in scheduled)
     assert not [e for e in events if "failed to bind" in e.get("message", "")]
