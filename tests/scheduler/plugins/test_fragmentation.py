@@ -70,8 +70,8 @@ def test_when_the_shape_fits_nowhere_all_free_capacity_is_fragment() -> None:
     assert frag([1000, 1000], [SHARE_60], cpu=500) == 2000  # too little cpu left
 
 
-def test_a_shape_without_gpus_fragments_nothing_where_it_fits() -> None:
-    assert frag([1000, 300], [CPU_ONLY]) == 0
+def test_a_shape_without_gpus_can_use_no_free_gpu() -> None:
+    assert frag([1000, 300], [CPU_ONLY]) == 1300
     assert frag([1000, 300], [CPU_ONLY], cpu=1000) == 1300
 
 
@@ -144,7 +144,7 @@ def test_fragment_lies_between_nothing_and_all_free_capacity(
 @settings(max_examples=200, deadline=None)
 @given(st.integers(1, 8), st.lists(shapes, min_size=1, max_size=6))
 def test_idle_cards_are_no_fragment_for_a_shape_that_fits(cards: int, mix: list[PodShape]) -> None:
-    fitting = [s for s in mix if s.gpus <= cards and s.cpu <= 64000]
+    fitting = [s for s in mix if 0 < s.gpus <= cards and s.cpu <= 64000]
     if not fitting:
         return
     assert frag([FULL] * cards, fitting) == 0

@@ -3,16 +3,18 @@
 
 A node's free GPU capacity is a *fragment* for a pod shape when that shape cannot use it: all
 of it when the shape does not fit on the node at all (too little cpu or memory, too few cards
-that hold it, no card of an allowed model), otherwise the free part of every card too small (or
-of a model not allowed) for one of its GPUs. A node's fragmentation is the expected fragment
+that hold it, no card of an allowed model) or asks for no GPU, otherwise the free part of every
+card too small (or of a model not allowed) for one of its GPUs. A node's fragmentation is the expected fragment
 over the *mix* of shapes — the shapes seen so far, weighted by how often each was seen. Placing
 a pod changes the fragmentation of one node; the placement that increases it least keeps the
 most GPU capacity usable by the pods likely to come.
 
 Amounts are in thousandths of a card (``milli``), so sums stay exact: a card's free part is the
 smaller of its free memory and free cores, in milli; a shape's need on a card is the larger of
-its memory and cores asks, in milli of that card (whole cards need 1000; a pod without GPUs
-needs nothing and can use any card).
+its memory and cores asks, in milli of that card (whole cards need 1000). A shape without GPUs
+adds the same to every placement (all free capacity) but the pod's own use: it steers nothing
+by itself, as in the paper's artifact, where counting the cpu it might lack instead made shared
+GPUs strand (openb gpushare100: 85.0% allocated against 86.8%).
 """
 
 from __future__ import annotations
@@ -146,6 +148,7 @@ def expected_fragments(
         (cpu[None, :] >= mix.cpu[:, None])
         & (memory[None, :] >= mix.memory[:, None])
         & (count >= mix.gpus[:, None])
+        & (mix.gpus[:, None] > 0)
     )
     total = free.sum(axis=1)
     unusable = np.where(usable, 0, free[None, :, :]).sum(axis=2)
