@@ -4,10 +4,10 @@
 A node's free GPU capacity is a *fragment* for a pod shape when that shape cannot use it: all
 of it when the shape does not fit on the node at all (too little cpu or memory, too few cards
 that hold it, no card of an allowed model) or asks for no GPU, otherwise the free part of every
-card too small (or of a model not allowed) for one of its GPUs. A node's fragmentation is the expected fragment
-over the *mix* of shapes — the shapes seen so far, weighted by how often each was seen. Placing
-a pod changes the fragmentation of one node; the placement that increases it least keeps the
-most GPU capacity usable by the pods likely to come.
+card too small (or of a model not allowed) for one of its GPUs. A node's fragmentation is the
+expected fragment over the *mix* of shapes — the shapes seen so far, weighted by how often each
+was seen. Placing a pod changes the fragmentation of one node; the placement that increases it
+least keeps the most GPU capacity usable by the pods likely to come.
 
 Amounts are in thousandths of a card (``milli``), so sums stay exact: a card's free part is the
 smaller of its free memory and free cores, in milli; a shape's need on a card is the larger of
