@@ -229,13 +229,17 @@ async def scheduler_start(
     await create_all(store, [podgroup(probe, 1), bound_pod(probe, probe, None)], 2)
     ready = float("nan")
     first = asyncio.create_task(pod_appears(store, probe, True, args.timeout))
-    while not first.done() or ready != ready:
+    deadline = began + args.timeout
+    while (not first.done() or ready != ready) and time.monotonic() < deadline:
         if ready != ready and cycles(port) > 0:
             ready = time.monotonic() - began
         if proc.poll() is not None:
             raise RuntimeError(f"scheduler exited with {proc.returncode}")
         await asyncio.sleep(0.1)
     peak, cpu = proc_status(proc.pid)
+    if not first.done():
+        first.cancel()
+        raise TimeoutError(f"{label}: probe {probe} not bound in {args.timeout:.0f}s")
     start = Start(label, ready, first.result() - began, peak, cpu, requests_since(cp, before))
     return start, proc
 
