@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import operator
 from dataclasses import dataclass, field, fields
 
@@ -234,7 +233,7 @@ class JobInfo:
 
     def clone(self) -> JobInfo:
         """A copy whose tasks and counters can change without touching the original."""
-        job = copy.copy(self)
+        job = JobInfo(*_job_values(self))  # as TaskInfo.clone: faster than copy.copy
         tasks = {uid: task.clone() for uid, task in self.tasks.items()}
         job.tasks = tasks
         job.by_status = {
@@ -245,3 +244,6 @@ class JobInfo:
         job.fit_errors = {}
         job.min_task_member = dict(self.min_task_member)
         return job
+
+
+_job_values = operator.attrgetter(*(f.name for f in fields(JobInfo)))

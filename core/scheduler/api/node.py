@@ -149,9 +149,12 @@ class NodeTable:
         return table
 
     def _refresh(self, position: int) -> None:
-        idle = self.allocatable[position] - self.used[position]
-        self.idle_now[position] = idle
-        self.future[position] = idle + self.releasing[position] - self.pipelined[position]
+        # Written into the rows in place (no temporaries): called on every task placed.
+        idle = self.idle_now[position]
+        np.subtract(self.allocatable[position], self.used[position], out=idle)
+        future = self.future[position]
+        np.add(idle, self.releasing[position], out=future)
+        future -= self.pipelined[position]
         self.versions[position] += 1
 
     # -- accounting -------------------------------------------------------------------------
