@@ -11,6 +11,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from stromboli.core.cluster.errors import ApiError, NotFoundError
+from stromboli.core.cluster.kubehttp import UnreachableError
 from stromboli.core.cluster.store import ClusterStore, Obj
 from stromboli.core.doctor import rbac
 from stromboli.core.doctor.install import settings
@@ -47,6 +48,8 @@ async def _list(
 ) -> list[Obj]:
     try:
         return (await store.list(api, kind, ns)).items
+    except UnreachableError:
+        raise  # nothing else will answer either: one error, not a line per kind
     except ApiError as err:
         view.unread[kind] = str(err)
         return []
