@@ -14,7 +14,6 @@ from typing import ClassVar
 import numpy as np
 
 from stromboli.core.scheduler.actions.enqueue import mark_inqueue
-from stromboli.core.scheduler.actions.subgroups import fill_subgroups, ready
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.queue import QueueInfo
 from stromboli.core.scheduler.api.status import READY_STATUS, TaskStatus
@@ -33,6 +32,7 @@ from stromboli.core.scheduler.util.hypernodes import (
 )
 from stromboli.core.scheduler.util.placement import place
 from stromboli.core.scheduler.util.queues import PriorityQueue, QueueJobs
+from stromboli.core.scheduler.util.subgroup_placement import fill_subgroups, ready
 from stromboli.core.scheduler.util.subgroups import has_subgroups
 
 

@@ -1,4 +1,4 @@
-"""allocate for jobs with ``subGroupPolicy`` (vcjob partitions): each sub-group placed whole
+"""Placement for jobs with ``subGroupPolicy`` (vcjob partitions): each sub-group placed whole
 or not at all, inside one HyperNode of the tier its own ``networkTopology`` allows, and within
 the job's HyperNode when the job has one.
 
