@@ -235,7 +235,7 @@ async def scheduler_start(
             ready = time.monotonic() - began
         if proc.poll() is not None:
             raise RuntimeError(f"scheduler exited with {proc.returncode}")
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.5)  # rendering /metrics costs the scheduler CPU: poll gently
     peak, cpu = proc_status(proc.pid)
     if not first.done():
         first.cancel()
@@ -276,7 +276,7 @@ async def profile_restart(cp: ControlPlane, path: str) -> None:
         ]
     )
     while cycles(port) == 0:
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.5)
     print(f"  profiled restart ready {time.monotonic() - began:.1f}s; profile in {path}")
     stop(profiled)
 

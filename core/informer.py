@@ -63,6 +63,8 @@ class Informer:
         self.streams: dict[Kind, WatchStream] = {}
         self.known: dict[Kind, dict[Key, dict]] = {kind: {} for kind in self.kinds}
         self._listed: set[Kind] = set()
+        #: Kinds listed and watched at least once (their next list must be consistent).
+        self._watched: set[Kind] = set()
         self._tombstones: dict[str, None] = {}
         self._synced = asyncio.Event()
         self._stopped = asyncio.Event()
@@ -80,7 +82,10 @@ class Informer:
         old = self.streams.pop(kind, None)
         if old is not None:
             await old.aclose()
-        listed = await self.store.list(*kind)
+        # The first list may come from the server's cache; after 410 Gone it must not be
+        # older than what this informer already holds, so it is a consistent read.
+        listed = await self.store.list(*kind, cached=kind not in self._watched)
+        self._watched.add(kind)
         seen: dict[tuple[str, str], dict] = {}
         for obj in listed.items:
             meta = obj["metadata"]

@@ -120,6 +120,8 @@ class KubeStore(ClusterStore):
         namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        *,
+        cached: bool = False,
     ) -> ObjectList:
         r = await self.resources.resolve(api_version, kind)
         params: dict[str, str] = {}
@@ -127,11 +129,24 @@ class KubeStore(ClusterStore):
             params["labelSelector"] = label_selector
         if field_selector:
             params["fieldSelector"] = field_selector
+        if cached:
+            # resourceVersion=0: kube-apiserver answers from its watch cache in one response
+            # (it ignores ``limit`` then), as client-go's reflectors list first. Paging with
+            # continue tokens costs a round trip and a sorted walk per 500 objects: at 10,000
+            # pods on the test control plane that is minutes against seconds.
+            params["resourceVersion"] = "0"
+            items, version = await self._list_pages(r, namespace, params, 0)
+            return self._typed(items, version, api_version, kind)
         try:
             items, version = await self._list_pages(r, namespace, params, self.list_page_size)
         except GoneError:
             # The continue token expired between pages: one unpaginated list instead.
             items, version = await self._list_pages(r, namespace, params, 0)
+        return self._typed(items, version, api_version, kind)
+
+    def _typed(
+        self, items: builtins.list[Obj], version: str, api_version: str, kind: str
+    ) -> ObjectList:
         strip = self.strip_managed_fields
         for item in items:
             # Lists of built-in kinds leave the type out of every item; callers need it.

@@ -223,6 +223,8 @@ class MemoryStore(ClusterStore):
         namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        *,
+        cached: bool = False,
     ) -> ObjectList:
         k = self._kind(api_version, kind)
         try:

@@ -106,8 +106,13 @@ class ClusterStore(ABC):
         namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        *,
+        cached: bool = False,
     ) -> ObjectList:
-        """Objects of a kind, filtered by selectors; ``resource_version`` is the list's version."""
+        """Objects of a kind, filtered by selectors; ``resource_version`` is the list's version.
+
+        ``cached``: any recent version will do (an informer's first list, which a watch from
+        the list's version then brings up to date); a server may answer it from its cache."""
 
     @abstractmethod
     def watch(

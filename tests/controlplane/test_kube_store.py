@@ -536,6 +536,50 @@ async def test_list_pages_and_selectors(store: KubeStore, namespace: str) -> Non
         await paging.close()
 
 
+async def test_cached_list_is_one_request_from_the_watch_cache_and_a_watch_resumes_it(
+    store: KubeStore, namespace: str
+) -> None:
+    """An informer's first list (``cached``) asks for resourceVersion=0: the server answers
+    from its watch cache in one response whatever the page size, and its version starts a
+    watch that misses nothing created after it."""
+    paging = new_store_like(store, list_page_size=3)
+    sent: list[dict[str, str]] = []
+    real = paging.transport.request
+
+    async def counted(method: str, path: str, **options: Any) -> Any:
+        if method == "GET" and path.endswith("/configmaps"):
+            sent.append(dict(options.get("params") or {}))
+        return await real(method, path, **options)
+
+    paging.transport.request = counted  # type: ignore[method-assign]
+    try:
+        for i in range(8):
+            await store.create(configmap(f"cm-{i}", namespace))
+        listed = await paging.list("v1", "ConfigMap", namespace, cached=True)
+        assert sent == [{"resourceVersion": "0"}]  # no limit, no continue: one request
+        names = {o["metadata"]["name"] for o in listed.items}
+        assert names <= {*(f"cm-{i}" for i in range(8)), ROOT_CA}
+        assert all(
+            o["kind"] == "ConfigMap" and "managedFields" not in o["metadata"] for o in listed.items
+        )
+        stream = paging.watch("v1", "ConfigMap", namespace, listed.resource_version)
+        try:
+            await store.create(configmap("after", namespace))
+            seen = set(names)
+            while "after" not in seen:
+                seen.add((await next_event(stream)).object["metadata"]["name"])
+            # A list that may be stale still reaches every object once the watch caught up.
+            assert {*(f"cm-{i}" for i in range(8)), "after"} <= seen
+        finally:
+            await stream.aclose()
+        sent.clear()
+        await paging.list("v1", "ConfigMap", namespace)
+        assert [page.get("limit") for page in sent] == ["3", "3", "3", "3"]
+        assert all("resourceVersion" not in page for page in sent)  # consistent reads
+    finally:
+        await paging.close()
+
+
 def ref(owner: dict[str, Any]) -> dict[str, Any]:
     meta = owner["metadata"]
     return {
