@@ -19,8 +19,12 @@ Controller: ``--vcjobs`` vcjobs of one replica are created and ``stromboli contr
 until their pods exist (with the scheduler binding them), then it is restarted: seconds from
 process start to a new vcjob's pod created, peak RSS and CPU.
 
+Intake (``--parts intake``, no control plane): the same nodes, PodGroups and pods folded into
+a fresh scheduler cache in process, from one JSON list: the CPU floor of a restart at the full
+size when the live fill takes too long on the machine at hand.
+
 Run: .venv/bin/python benchmarks/restart_bench.py [--nodes 5000] [--pods 50000]
-     [--group-size 10] [--vcjobs 5000] [--parts scheduler,controller]
+     [--group-size 10] [--vcjobs 5000] [--parts intake,scheduler,controller]
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import argparse
 import asyncio
 import os
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -37,13 +42,17 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
 from live_bench import BACKGROUND, request_counts
 
 from stromboli.core.api.crds import build_crds
+from stromboli.core.cluster import jsondecode
 from stromboli.core.cluster.kube import KubeConfig, KubeStore
 from stromboli.core.devcluster.controlplane import ControlPlane, free_port
+from stromboli.core.scheduler.cache import SchedulerCache
 
 NAMESPACE = "default"
+PODGROUP_KIND = ("scheduling.volcano.sh/v1beta1", "PodGroup")
 STROMBOLI = Path(sys.executable).with_name("stromboli")
 TICKS = os.sysconf("SC_CLK_TCK")
 _CYCLES = re.compile(r"^volcano_e2e_scheduling_latency_milliseconds_count(?:\{[^}]*\})? (\S+)$")
@@ -329,6 +338,47 @@ async def fill(cp: ControlPlane, store: KubeStore, args: argparse.Namespace) -> 
     )
 
 
+def measure_intake(args: argparse.Namespace) -> None:
+    """The scheduler cache's CPU floor, in process, no API server: decode a pod list the size
+    of the fill and fold nodes, PodGroups and pods into a fresh cache, as a restart does."""
+    nodes = [
+        ControlPlane(nodes=0).node_manifest(f"kwok-node-{i}", i, cpu="32", memory="256Gi", pods=110)
+        for i in range(args.nodes)
+    ]
+    groups = args.pods // args.group_size
+    pods = []
+    for i in range(groups * args.group_size):
+        group = f"pg-{i // args.group_size}"
+        item = bound_pod(f"{group}-{i % args.group_size}", group, f"kwok-node-{i % args.nodes}")
+        item["metadata"]["uid"] = f"uid-{i}"
+        item["status"] = {"phase": "Running"}
+        pods.append(item)
+    blob = orjson.dumps({"items": pods})
+    del pods
+    began = time.process_time()
+    pods = jsondecode.loads(blob)["items"]
+    decoded = time.process_time() - began
+    cache = SchedulerCache()
+    began = time.process_time()
+    for node in nodes:
+        cache.apply(("v1", "Node"), "ADDED", node)
+    for g in range(groups):
+        cache.apply(PODGROUP_KIND, "ADDED", podgroup(f"pg-{g}", args.group_size))
+    for item in pods:
+        cache.apply(("v1", "Pod"), "ADDED", item)
+    applied = time.process_time() - began
+    began = time.process_time()
+    cache.snapshot()
+    snapshot = time.process_time() - began
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(
+        f"intake in process ({args.nodes} nodes, {len(pods)} pods, {len(blob) / 1e6:.0f} MB of "
+        f"JSON): decode {decoded:.2f} cpu-s, cache {applied:.2f} cpu-s "
+        f"({applied / max(len(pods), 1) * 1e6:.0f} us/pod), first snapshot {snapshot:.2f} cpu-s, "
+        f"peak RSS of this process {peak:.0f} MiB (load {os.getloadavg()[0]:.1f})"
+    )
+
+
 async def main_async(args: argparse.Namespace) -> None:
     # kwok renews every node's Lease each quarter of its duration: at 5,000 nodes the default
     # (40 s) alone is 500 writes/s, which would measure the machine, not the restart.
@@ -361,13 +411,17 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=50000)
     parser.add_argument("--group-size", type=int, default=10)
     parser.add_argument("--vcjobs", type=int, default=5000)
-    parser.add_argument("--parts", default="scheduler,controller")
+    parser.add_argument("--parts", default="intake,scheduler,controller")
     parser.add_argument("--lease-seconds", type=int, default=600)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per wait")
     parser.add_argument("--profile", help="also profile one restart of the scheduler into FILE")
     parser.add_argument("--scheduler-arg", action="append", default=[])
     parser.add_argument("--controller-arg", action="append", default=[])
-    asyncio.run(main_async(parser.parse_args()))
+    args = parser.parse_args()
+    if "intake" in args.parts.split(","):
+        measure_intake(args)
+    if set(args.parts.split(",")) & {"scheduler", "controller"}:
+        asyncio.run(main_async(args))
 
 
 if __name__ == "__main__":
