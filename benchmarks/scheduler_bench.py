@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from workload import write_workload
 
 from stromboli.core.runtime import tune_gc
+from stromboli.core.scheduler.builtins import BUILTIN_ACTIONS
 from stromboli.core.scheduler.cache import SchedulerCache
-from stromboli.core.scheduler.framework.plugin import ACTIONS
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.simulate.engine import Simulation
 from stromboli.core.simulate.loader import load
@@ -83,10 +83,8 @@ class DecisionClock:
 
 
 def _action_classes() -> list[type]:
-    """Every registered action class that defines its own ``execute``."""
-    import stromboli.core.scheduler.builtins  # noqa: F401 - registers the built-in actions
-
-    return [cls for cls in dict.fromkeys(ACTIONS.values()) if "execute" in cls.__dict__]
+    """Every built-in action class that defines its own ``execute``."""
+    return [cls for cls in BUILTIN_ACTIONS if "execute" in cls.__dict__]
 
 
 async def in_process(path: Path, profile: cProfile.Profile | None = None) -> dict:
