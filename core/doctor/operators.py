@@ -85,6 +85,9 @@ class Operator:
     mode: Callable[[list[str]], Mode]
     flag: str
     """What to add for Volcano mode ("" when it has none)."""
+    other_roles: tuple[str, ...] = ()
+    """Sub-commands of the same image that are not the operator (the Spark operator's
+    webhook runs from its image too)."""
 
 
 OPERATORS: tuple[Operator, ...] = (
@@ -115,6 +118,7 @@ OPERATORS: tuple[Operator, ...] = (
         ("SparkApplication",),
         spark_operator_mode,
         "--enable-batch-scheduler=true --default-batch-scheduler=volcano",
+        other_roles=("webhook",),
     ),
     Operator(
         "Kubeflow Trainer",
@@ -135,9 +139,10 @@ OPERATORS: tuple[Operator, ...] = (
 
 def identify(container: Mapping[str, Any]) -> Operator | None:
     image = text(container.get("image")).lower()
+    args = container_args(container)
     for operator in OPERATORS:
         if any(part in image for part in operator.images):
-            return operator
+            return None if any(role in args for role in operator.other_roles) else operator
     return None
 
 

@@ -17,11 +17,22 @@ Check = Callable[[ClusterView], list[Finding]]
 
 CHECKS: tuple[tuple[str, Check, tuple[str, ...]], ...] = (
     ("crds", crds.check, ("CustomResourceDefinition",)),
-    ("rbac", rbac.check, ("ServiceAccount",)),
-    ("webhook", webhook.check, ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")),
-    ("certificates", certificates.check, ()),
-    ("operators", operators.check, ("Deployment",)),
-    ("enrolment", enrolment.check, ("Namespace",)),
+    ("rbac", rbac.check, ("ServiceAccount", "Deployment")),
+    (
+        "webhook",
+        webhook.check,
+        (
+            "MutatingWebhookConfiguration",
+            "ValidatingWebhookConfiguration",
+            "Deployment",
+            "Service",
+            "EndpointSlice",
+            "Secret",
+        ),
+    ),
+    ("certificates", certificates.check, ("Deployment", "Secret")),
+    ("operators", operators.check, ("Deployment", "Namespace")),
+    ("enrolment", enrolment.check, ("Namespace", "MutatingWebhookConfiguration")),
 )
 """(family, check, kinds it cannot judge without)."""
 

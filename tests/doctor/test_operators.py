@@ -96,6 +96,12 @@ def test_argo_has_no_flag_to_suggest() -> None:
     assert finding.fix.startswith("run: kubectl label namespace")
 
 
+def test_the_spark_operators_webhook_is_not_its_controller() -> None:
+    view = healthy_view()
+    view.deployments.append(deployment("w", image=SPARK, args=["webhook", "start"]))
+    assert [f.message for f in operators.check(view)] == ["no framework operator Deployment found"]
+
+
 def test_other_deployments_are_not_operators() -> None:
     view = healthy_view()
     findings = operators.check(view)

@@ -107,6 +107,14 @@ def test_an_unreadable_kind_is_one_fail_and_its_checks_are_skipped() -> None:
     assert all(f.check != "crds" for f in findings)
 
 
+def test_an_unreadable_secret_skips_the_checks_that_read_it() -> None:
+    view = healthy_view()
+    view.unread["Secret"] = "forbidden"
+    checks = {f.check for f in diagnose(view)}
+    assert "certificates" not in checks and "webhook" not in checks
+    assert {"crds", "rbac", "operators", "enrolment", "doctor"} <= checks
+
+
 def test_a_check_that_raises_is_a_fail_line_and_the_rest_still_runs(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from stromboli.core.doctor import report
 
