@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from typing import Any, Final
+from typing import Final
 from urllib.parse import urlsplit
 
 from stromboli.core.cluster.errors import ApiError, NotFoundError
@@ -130,14 +130,3 @@ async def collect(store: ClusterStore, namespace: str) -> ClusterView:
             presented_certificate, wanted.url
         )
     return view
-
-
-def describe(view: ClusterView) -> dict[str, Any]:
-    """Counts of what was read (``-o json`` prints them beside the findings)."""
-    return {
-        "namespace": view.namespace,
-        "customResourceDefinitions": len(view.crds),
-        "deployments": len(view.deployments),
-        "namespaces": len(view.namespaces),
-        "accessReviews": len(view.access),
-    }
