@@ -63,7 +63,7 @@ def requested_columns(vector: np.ndarray) -> np.ndarray:
 def _fits(room: np.ndarray, need: np.ndarray, columns: np.ndarray) -> np.ndarray:
     """Rows of ``room`` that hold ``need`` (the request less ``EPSILON`` on each requested
     column) on every requested column: one comparison for all rows and columns at once."""
-    return (room[:, columns] >= need).all(axis=1)
+    return np.all(room[:, columns] >= need, axis=1)
 
 
 def resource_fit(
