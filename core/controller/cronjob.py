@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
@@ -33,8 +33,6 @@ from stromboli.core.controller.reconciler import JobMutator, Reconciler, is_newe
 from stromboli.core.events import EventRecorder
 
 COMPONENT: Final = "cronjob-controller"
-CRONJOB: Final = (k.BATCH_V1ALPHA1, "CronJob")
-JOB: Final = (k.BATCH_V1ALPHA1, "Job")
 #: More missed start times than this and the controller only reports it (as Kubernetes does).
 MAX_MISSED: Final = 100
 SUCCEEDED: Final = frozenset({"Completed"})
@@ -74,6 +72,12 @@ class CronJobController(Reconciler[Key]):
     (the simulator passes the job webhook's defaults)."""
 
     noun = "cronjob"
+    #: The group/version of the CronJobs and Jobs handled (the simulator's batch/v1 emulation
+    #: reuses this reconcile with Kubernetes' kinds), the annotation carrying each run's
+    #: scheduled time, and the component its events name.
+    api_version: ClassVar[str] = k.BATCH_V1ALPHA1
+    scheduled_annotation: ClassVar[str] = k.CRONJOB_SCHEDULED_TIMESTAMP_KEY
+    component: ClassVar[str] = COMPONENT
 
     def __init__(
         self,
@@ -83,7 +87,8 @@ class CronJobController(Reconciler[Key]):
         *,
         mutate_job: JobMutator | None = None,
     ) -> None:
-        super().__init__(store, clock, [CRONJOB, JOB], recorder, COMPONENT, mutate_job)
+        kinds = [(self.api_version, "CronJob"), (self.api_version, "Job")]
+        super().__init__(store, clock, kinds, recorder, self.component, mutate_job)
         self.cronjobs: dict[Key, dict[str, Any]] = {}
         self.jobs: dict[Key, dict[str, Any]] = {}
         #: Monotonic time at which each CronJob must be looked at again.
@@ -96,7 +101,7 @@ class CronJobController(Reconciler[Key]):
 
     def _seen(self, kind: tuple[str, str], event_type: str, obj: dict[str, Any]) -> None:
         key = object_key(obj)
-        if kind == CRONJOB:
+        if kind[1] == "CronJob":
             if event_type == "DELETED":
                 self.cronjobs.pop(key, None)
                 self._due.pop(key, None)
@@ -134,7 +139,7 @@ class CronJobController(Reconciler[Key]):
         children = {
             name: job
             for (ns, name), job in self.jobs.items()
-            if ns == key[0] and _owned_by(job, uid)
+            if ns == key[0] and owned_by_cronjob(job, uid)
         }
         await self._reconcile_active(cronjob, status, children)
         await self._clean_history(cronjob, children)
@@ -193,7 +198,7 @@ class CronJobController(Reconciler[Key]):
             status["active"] = active or None
         created = await self._create_job(cronjob, name, scheduled, zone)
         if created is not None:
-            active.append(_job_ref(created))
+            active.append(self._job_ref(created))
             status["active"] = active
         status["lastScheduleTime"] = format_time(scheduled)
         await self._write_status(cronjob, status)
@@ -205,7 +210,7 @@ class CronJobController(Reconciler[Key]):
         names = {ref.get("name") for ref in active}
         for name, job in sorted(children.items()):
             if name not in names and _phase(job) not in FINISHED:
-                active.append(_job_ref(job))
+                active.append(self._job_ref(job))
         kept = []
         for ref in active:
             child = children.get(str(ref.get("name")))
@@ -307,9 +312,9 @@ class CronJobController(Reconciler[Key]):
         template = (cronjob.get("spec") or {}).get("jobTemplate") or {}
         tmeta = template.get("metadata") or {}
         annotations = dict(tmeta.get("annotations") or {})
-        annotations[k.CRONJOB_SCHEDULED_TIMESTAMP_KEY] = rfc3339(scheduled.astimezone(zone))
+        annotations[self.scheduled_annotation] = rfc3339(scheduled.astimezone(zone))
         job: dict[str, Any] = {
-            "apiVersion": k.BATCH_V1ALPHA1,
+            "apiVersion": self.api_version,
             "kind": "Job",
             "metadata": {
                 "name": name,
@@ -318,7 +323,7 @@ class CronJobController(Reconciler[Key]):
                 "annotations": annotations,
                 "ownerReferences": [
                     {
-                        "apiVersion": k.BATCH_V1ALPHA1,
+                        "apiVersion": self.api_version,
                         "kind": "CronJob",
                         "name": meta["name"],
                         "uid": meta.get("uid", ""),
@@ -337,10 +342,12 @@ class CronJobController(Reconciler[Key]):
             created = await self.store.create(job)
         except AlreadyExistsError:
             try:
-                existing = await self.store.get(*JOB, name, job["metadata"]["namespace"])
+                existing = await self.store.get(
+                    self.api_version, "Job", name, job["metadata"]["namespace"]
+                )
             except NotFoundError:
                 return None
-            return existing if _owned_by(existing, meta.get("uid")) else None
+            return existing if owned_by_cronjob(existing, meta.get("uid")) else None
         except Exception as err:  # an invalid template: report it, try again next time
             await self._event(cronjob, "Warning", "FailedCreate", f"Error creating job: {err}")
             return None
@@ -351,7 +358,9 @@ class CronJobController(Reconciler[Key]):
 
     async def _delete_job(self, cronjob: dict[str, Any], namespace: str, name: str) -> bool:
         try:
-            await self.store.delete(*JOB, name, namespace, propagation="Background")
+            await self.store.delete(
+                self.api_version, "Job", name, namespace, propagation="Background"
+            )
         except NotFoundError:
             self.jobs.pop((namespace, name), None)
             return True
@@ -377,7 +386,7 @@ class CronJobController(Reconciler[Key]):
     async def _event(self, cronjob: Mapping[str, Any], kind: str, reason: str, msg: str) -> None:
         meta = cronjob["metadata"]
         ref = {
-            "apiVersion": k.BATCH_V1ALPHA1,
+            "apiVersion": self.api_version,
             "kind": "CronJob",
             "name": meta.get("name", ""),
             "namespace": meta.get("namespace", "default"),
@@ -385,8 +394,20 @@ class CronJobController(Reconciler[Key]):
         }
         await self.recorder.record(ref, kind, reason, msg)
 
+    def _job_ref(self, job: Mapping[str, Any]) -> dict[str, Any]:
+        """An entry of ``status.active``: a reference to one of the CronJob's jobs."""
+        meta = job["metadata"]
+        return {
+            "apiVersion": self.api_version,
+            "kind": "Job",
+            "name": meta["name"],
+            "namespace": meta.get("namespace", "default"),
+            "uid": meta.get("uid", ""),
+            "resourceVersion": meta.get("resourceVersion", ""),
+        }
 
-def _owned_by(job: Mapping[str, Any], uid: str | None) -> bool:
+
+def owned_by_cronjob(job: Mapping[str, Any], uid: str | None) -> bool:
     for ref in (job.get("metadata") or {}).get("ownerReferences") or ():
         if ref.get("controller") and ref.get("kind") == "CronJob" and ref.get("uid") == uid:
             return True
@@ -396,15 +417,3 @@ def _owned_by(job: Mapping[str, Any], uid: str | None) -> bool:
 def _finished_at(job: Mapping[str, Any]) -> str | None:
     state = (job.get("status") or {}).get("state") or {}
     return state.get("lastTransitionTime") or job["metadata"].get("creationTimestamp")
-
-
-def _job_ref(job: Mapping[str, Any]) -> dict[str, Any]:
-    meta = job["metadata"]
-    return {
-        "apiVersion": k.BATCH_V1ALPHA1,
-        "kind": "Job",
-        "name": meta["name"],
-        "namespace": meta.get("namespace", "default"),
-        "uid": meta.get("uid", ""),
-        "resourceVersion": meta.get("resourceVersion", ""),
-    }

@@ -11,32 +11,15 @@ to 3 successful and 1 failed Job, as the API server defaults them.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
-from datetime import datetime
-from typing import Any, Final
-from zoneinfo import ZoneInfo
+from typing import Any
 
 from stromboli.core.api import constants as k
 from stromboli.core.api.keys import object_key
-from stromboli.core.clock import Clock, parse_time
-from stromboli.core.cluster.errors import AlreadyExistsError, NotFoundError
-from stromboli.core.cluster.store import ClusterStore
-from stromboli.core.controller.cronjob import CronJobController, rfc3339
-from stromboli.core.controller.reconciler import JobMutator, Reconciler, is_newer
-from stromboli.core.events import EventRecorder
+from stromboli.core.clock import parse_time
+from stromboli.core.controller.cronjob import CronJobController
 from stromboli.core.simulate.workloads.batchjob import job_finished
 from stromboli.core.simulate.workloads.common import COMPONENT, CRONJOB_SCHEDULED_TIMESTAMP
-
-CRONJOB: Final = (k.K8S_BATCH_V1, "CronJob")
-JOB: Final = (k.K8S_BATCH_V1, "Job")
-
-
-def _owned_by(job: Mapping[str, Any], uid: str | None) -> bool:
-    return any(
-        ref.get("controller") and ref.get("kind") == "CronJob" and ref.get("uid") == uid
-        for ref in (job.get("metadata") or {}).get("ownerReferences") or ()
-    )
 
 
 def _finish_time(job: Mapping[str, Any]) -> str | None:
@@ -47,53 +30,13 @@ def _finish_time(job: Mapping[str, Any]) -> str | None:
     return status.get("completionTime") or job["metadata"].get("creationTimestamp")
 
 
-def _job_ref(job: Mapping[str, Any]) -> dict[str, Any]:
-    meta = job["metadata"]
-    return {
-        "apiVersion": k.K8S_BATCH_V1,
-        "kind": "Job",
-        "name": meta["name"],
-        "namespace": meta.get("namespace", "default"),
-        "uid": meta.get("uid", ""),
-        "resourceVersion": meta.get("resourceVersion", ""),
-    }
-
-
 class BatchCronJobController(CronJobController):
-    """Volcano's CronJob reconcile with ``batch/v1`` CronJobs and Jobs."""
+    """Volcano's CronJob reconcile with ``batch/v1`` CronJobs and Jobs: only what tells a
+    finished Job differs (its ``Complete``/``Failed`` condition, not a vcjob phase)."""
 
-    def __init__(
-        self,
-        store: ClusterStore,
-        clock: Clock,
-        recorder: EventRecorder | None = None,
-        *,
-        mutate_job: JobMutator | None = None,
-    ) -> None:
-        Reconciler.__init__(self, store, clock, [CRONJOB, JOB], recorder, COMPONENT, mutate_job)
-        self.cronjobs: dict[tuple[str, str], dict[str, Any]] = {}
-        self.jobs: dict[tuple[str, str], dict[str, Any]] = {}
-        self._due: dict[tuple[str, str], float] = {}
-
-    def _seen(self, kind: tuple[str, str], event_type: str, obj: dict[str, Any]) -> None:
-        key = object_key(obj)
-        if kind == CRONJOB:
-            if event_type == "DELETED":
-                self.cronjobs.pop(key, None)
-                self._due.pop(key, None)
-                self._dirty.pop(key, None)
-                return
-            if is_newer(obj, self.cronjobs.get(key)):
-                self.cronjobs[key] = obj
-                self._mark(key)
-            return
-        if event_type == "DELETED":
-            self.jobs.pop(key, None)
-        elif is_newer(obj, self.jobs.get(key)):
-            self.jobs[key] = obj
-        for ref in obj["metadata"].get("ownerReferences") or ():
-            if ref.get("controller") and ref.get("kind") == "CronJob":
-                self._mark((key[0], str(ref.get("name") or "")))
+    api_version = k.K8S_BATCH_V1
+    scheduled_annotation = CRONJOB_SCHEDULED_TIMESTAMP
+    component = COMPONENT
 
     async def _reconcile_active(
         self, cronjob: dict[str, Any], status: dict[str, Any], children: dict[str, dict]
@@ -102,7 +45,7 @@ class BatchCronJobController(CronJobController):
         names = {ref.get("name") for ref in active}
         for name, job in sorted(children.items()):
             if name not in names and job_finished(job) is None:
-                active.append(_job_ref(job))
+                active.append(self._job_ref(job))
         kept = []
         for ref in active:
             child = children.get(str(ref.get("name")))
@@ -147,74 +90,3 @@ class BatchCronJobController(CronJobController):
                 name = job["metadata"]["name"]
                 if await self._delete_job(cronjob, namespace, name):
                     children.pop(name, None)
-
-    async def _create_job(
-        self, cronjob: dict[str, Any], name: str, scheduled: datetime, zone: ZoneInfo
-    ) -> dict[str, Any] | None:
-        meta = cronjob["metadata"]
-        template = (cronjob.get("spec") or {}).get("jobTemplate") or {}
-        tmeta = template.get("metadata") or {}
-        annotations = dict(tmeta.get("annotations") or {})
-        annotations[CRONJOB_SCHEDULED_TIMESTAMP] = rfc3339(scheduled.astimezone(zone))
-        job: dict[str, Any] = {
-            "apiVersion": k.K8S_BATCH_V1,
-            "kind": "Job",
-            "metadata": {
-                "name": name,
-                "namespace": meta.get("namespace") or "default",
-                "labels": dict(tmeta.get("labels") or {}),
-                "annotations": annotations,
-                "ownerReferences": [
-                    {
-                        "apiVersion": k.K8S_BATCH_V1,
-                        "kind": "CronJob",
-                        "name": meta["name"],
-                        "uid": meta.get("uid", ""),
-                        "controller": True,
-                        "blockOwnerDeletion": True,
-                    }
-                ],
-            },
-            "spec": copy.deepcopy(template.get("spec") or {}),
-        }
-        if not job["metadata"]["labels"]:
-            del job["metadata"]["labels"]
-        if self.mutate_job is not None:
-            job = self.mutate_job(job)
-        try:
-            created = await self.store.create(job)
-        except AlreadyExistsError:
-            try:
-                existing = await self.store.get(*JOB, name, job["metadata"]["namespace"])
-            except NotFoundError:
-                return None
-            return existing if _owned_by(existing, meta.get("uid")) else None
-        except Exception as err:  # an invalid template: report it, try again next time
-            await self._event(cronjob, "Warning", "FailedCreate", f"Error creating job: {err}")
-            return None
-        self.writes += 1
-        self.jobs[object_key(created)] = created
-        await self._event(cronjob, "Normal", "SuccessfulCreate", f"Created job {name}")
-        return created
-
-    async def _delete_job(self, cronjob: dict[str, Any], namespace: str, name: str) -> bool:
-        try:
-            await self.store.delete(*JOB, name, namespace, propagation="Background")
-        except NotFoundError:
-            self.jobs.pop((namespace, name), None)
-            return True
-        self.writes += 1
-        self.jobs.pop((namespace, name), None)
-        await self._event(cronjob, "Normal", "SuccessfulDelete", f"Deleted job {name}")
-        return True
-
-    async def _event(self, cronjob: Mapping[str, Any], kind: str, reason: str, msg: str) -> None:
-        meta = cronjob["metadata"]
-        ref = {
-            "apiVersion": k.K8S_BATCH_V1,
-            "kind": "CronJob",
-            "name": meta.get("name", ""),
-            "namespace": meta.get("namespace", "default"),
-            "uid": meta.get("uid", ""),
-        }
-        await self.recorder.record(ref, kind, reason, msg)
