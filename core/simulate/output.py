@@ -5,15 +5,17 @@ from __future__ import annotations
 from stromboli.core.api.registry import known_kinds
 from stromboli.core.cluster.memory import MemoryStore
 from stromboli.core.simulate.inert import BUILTIN_KINDS
+from stromboli.integrations.kinds import FRAMEWORK_KINDS
 
 #: Kinds printed first, in this order; every other stored kind follows by name.
 LEADING_KINDS = ("Namespace", "PriorityClass", "Queue", "Node", "HyperNode", "PodGroup", "Pod")
 
 
 async def final_objects(store: MemoryStore) -> list[dict]:
-    """Every stored object (inert kinds included), Events last."""
+    """Every stored object (inert and framework kinds included), Events last."""
+    served = (*known_kinds(), *BUILTIN_KINDS.values(), *FRAMEWORK_KINDS)
     kinds = sorted(
-        {(info.api_version, info.kind) for info in (*known_kinds(), *BUILTIN_KINDS.values())},
+        {(info.api_version, info.kind) for info in served},
         key=lambda ak: (
             LEADING_KINDS.index(ak[1]) if ak[1] in LEADING_KINDS else len(LEADING_KINDS),
             ak[1] == "Event",

@@ -224,9 +224,10 @@ def test_a_bad_framework_object_gets_its_warning_and_no_pods(tmp_path: Path) -> 
     assert pod["metadata"]["annotations"]["workflows.argoproj.io/node-name"] == "wf"
     assert pod["spec"].get("nodeName")
     assert [o["metadata"]["name"] for o in items if o["kind"] == "PodGroup"] == ["argo-wf-pg"]
-    # KubeRay's RayService controller is not emulated, and the report says so.
+    # A RayService without a cluster config makes no RayCluster, and the report says so.
+    assert not [o for o in items if o["kind"] == "RayCluster"]
     report = CliRunner().invoke(main, ["simulate", str(path)])
-    assert "RayService (ray.io/v1): its operator is not emulated" in report.output
+    assert "RayService default/serve: no more pods: spec.rayClusterConfig" in report.output
 
 
 def test_workflow_steps_run_in_order_and_each_fan_out_is_a_gang() -> None:
@@ -293,3 +294,29 @@ def test_a_huge_framework_object_makes_a_bounded_number_of_pods(tmp_path: Path) 
     items = orjson.loads(result.stdout)["items"]
     assert len([o for o in items if o["kind"] == "Pod"]) == 7
     assert "RayCluster default/huge: stopped at 7 pods (--max-workload-pods)" in result.stderr
+
+
+def test_rayservice_makes_its_raycluster_which_is_its_own_gang() -> None:
+    state = simulate(EXAMPLES / "rayservice.yaml")
+    cluster = state["RayCluster"]["serve-raycluster"]
+    owner = cluster["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner["controller"]) == ("RayService", "serve", True)
+    labels = cluster["metadata"]["labels"]
+    assert labels["ray.io/originated-from-crd"] == "RayService"
+    assert labels["ray.io/originated-from-cr-name"] == "serve"
+    assert labels["volcano.sh/queue-name"] == "default"  # the service's labels are copied
+    group = state["PodGroup"]["ray-serve-raycluster-pg"]
+    assert group["spec"]["minMember"] == 3
+    assert group["spec"]["minResources"]["cpu"] == "6"
+    assert group["metadata"]["ownerReferences"][0]["kind"] == "RayCluster"
+    pods = gang(state, "serve-raycluster-")
+    assert set(pods) == {
+        "serve-raycluster-head",
+        "serve-raycluster-replica-worker-0",
+        "serve-raycluster-replica-worker-1",
+    }
+    assert {p["metadata"]["annotations"][GROUP] for p in pods.values()} == {
+        "ray-serve-raycluster-pg"
+    }
+    assert len({p["status"]["startTime"] for p in pods.values()}) == 1  # bound whole
+    assert not [e for e in state.get("Event", {}).values() if e["reason"] == "PodGroupError"]

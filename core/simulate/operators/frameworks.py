@@ -10,6 +10,7 @@ suffixes some operators draw, so that a simulation is reproducible.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -17,7 +18,13 @@ from stromboli.core.api import constants as k
 from stromboli.core.simulate.operators.argo import argo_workflow
 from stromboli.core.simulate.operators.lws import leader_worker_set, train_job
 from stromboli.core.simulate.operators.pods import owned_pod, phase_of
-from stromboli.integrations.common import Conversion, mapping, read_meta, sequence
+from stromboli.integrations.common import (
+    Conversion,
+    mapping,
+    owner_reference,
+    read_meta,
+    sequence,
+)
 from stromboli.integrations.jobset.convert import (
     JOBSET_NAME_LABEL,
     REPLICATED_JOB_LABEL,
@@ -45,6 +52,10 @@ Planner = Callable[
 #: PodGroup phases in which the gang has been admitted (the training operator waits for one).
 ADMITTED = (k.PodGroupPhase.INQUEUE, k.PodGroupPhase.RUNNING)
 TRAINING_LABELS = "training.kubeflow.org"
+
+#: The labels KubeRay puts on the RayCluster of a RayService (or RayJob).
+ORIGINATED_FROM_NAME_LABEL = "ray.io/originated-from-cr-name"
+ORIGINATED_FROM_CRD_LABEL = "ray.io/originated-from-crd"
 
 
 def _admitted(group: Obj | None) -> bool:
@@ -209,6 +220,43 @@ def kuberay_job(
         yield owned_pod(obj, f"{meta.name}-submitter", template, labels, conversion)
 
 
+def kuberay_service(
+    obj: Obj,
+    pods: Sequence[Obj],
+    group: Obj | None,
+    conversion: Conversion,
+    related: Sequence[Obj] = (),
+) -> Iterator[dict[str, Any]]:
+    """A RayService's RayCluster (an object to create, once; ``<service>-raycluster`` here,
+    KubeRay adds a random suffix), with the service's labels and annotations and the
+    ``ray.io/originated-from-*`` labels (``ray-operator/controllers/ray/rayservice_controller.go``,
+    ``constructRayClusterForRayService``); the RayCluster's own emulation makes its pods, in
+    its own gang ``ray-<cluster>-pg``, as KubeRay's Volcano mode does."""
+    meta = read_meta(obj)
+    spec = mapping(obj.get("spec"), "spec")
+    config = mapping(spec.get("rayClusterConfig"), "spec.rayClusterConfig")
+    if not config:
+        raise ValueError("spec.rayClusterConfig: KubeRay makes no RayCluster without it")
+    source = mapping(obj.get("metadata"), "metadata")
+    labels = dict(mapping(source.get("labels"), "metadata.labels"))
+    labels |= {ORIGINATED_FROM_NAME_LABEL: meta.name, ORIGINATED_FROM_CRD_LABEL: "RayService"}
+    cluster: dict[str, Any] = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {
+            "name": f"{meta.name}-raycluster",
+            "namespace": meta.namespace,
+            "labels": labels,
+            "ownerReferences": [owner_reference(meta)],
+        },
+        "spec": copy.deepcopy(dict(config)),
+    }
+    annotations = dict(mapping(source.get("annotations"), "metadata.annotations"))
+    if annotations:
+        cluster["metadata"]["annotations"] = annotations
+    yield cluster
+
+
 def _spark_template(obj: Obj, role: str) -> dict[str, Any]:
     spec = mapping(obj.get("spec"), "spec")
     requests = RoleResources(spec, role, "accurate", overhead_factor(spec)).resources().to_list()
@@ -289,6 +337,7 @@ PLANNERS: dict[tuple[str, str], Planner] = {
     ("kubeflow.org/v2beta1", "MPIJob"): mpi_operator,
     ("ray.io/v1", "RayCluster"): kuberay_cluster,
     ("ray.io/v1", "RayJob"): kuberay_job,
+    ("ray.io/v1", "RayService"): kuberay_service,
     ("sparkoperator.k8s.io/v1beta2", "SparkApplication"): spark_operator,
     ("jobset.x-k8s.io/v1alpha2", "JobSet"): jobset_controller,
     ("argoproj.io/v1alpha1", "Workflow"): argo_workflow,
