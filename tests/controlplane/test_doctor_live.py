@@ -367,6 +367,13 @@ def test_operator_deployments_with_and_without_their_volcano_flag(
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "doctor-operators"}}
     )
     install_framework_crds(cp.client, [("kubeflow.org/v1", "PyTorchJob")])
+    # The session's control plane is shared: PyTorchJobs other tests left in enrolled
+    # namespaces would make the missing flag fine, so this test starts without any.
+    for job in cp.client.get("/apis/kubeflow.org/v1/pytorchjobs")["items"]:
+        meta = job["metadata"]
+        cp.client.delete(
+            f"/apis/kubeflow.org/v1/namespaces/{meta['namespace']}/pytorchjobs/{meta['name']}"
+        )
     try:
         cp.client.apply(
             operator(
@@ -408,4 +415,8 @@ def test_operator_deployments_with_and_without_their_volcano_flag(
             for m in (f["message"] for f in findings if f["severity"] == "OK")
         )
     finally:
+        # The Deployments go at once; the namespace's deletion may take a while on a busy
+        # control plane, and the next check must not see them.
+        for name in ("kuberay-operator", "training-operator"):
+            cp.client.delete(f"/apis/apps/v1/namespaces/doctor-operators/deployments/{name}")
         cp.client.delete("/api/v1/namespaces/doctor-operators")

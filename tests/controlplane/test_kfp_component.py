@@ -295,14 +295,18 @@ async def test_waiting_job_says_why_and_is_deleted_at_timeout(
     )
     step = StepRun(capsys, **arguments).start()
 
-    async def unschedulable() -> str:
-        for pg in await live.podgroups():
-            for condition in (pg.get("status") or {}).get("conditions") or ():
-                if condition.get("type") == "Unschedulable" and condition.get("status") == "True":
-                    return str(condition.get("message") or "")
-        return ""
+    async def held_pending() -> bool:
+        # 200 cpu can never be admitted: the group stays Pending and, as in Volcano, carries
+        # no condition (the enqueue refusal is an event).
+        groups = await live.podgroups()
+        return bool(groups) and all(
+            (pg.get("status") or {}).get("phase", "Pending") == "Pending"
+            and not (pg.get("status") or {}).get("conditions")
+            for pg in groups
+        )
 
-    said = await live.wait(unschedulable, bool, "the scheduler's reason on the PodGroup")
+    await live.wait(held_pending, bool, "the job's PodGroup held Pending at enqueue")
+    said = "PodGroup Pending: the scheduler has not admitted the gang into queue default"
     out = await step.finish()
     assert isinstance(step.error, RuntimeError), out
     # The scheduler's own sentence reaches the pipeline's log.

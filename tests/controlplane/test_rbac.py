@@ -113,6 +113,11 @@ CONTROLLER_CALLS: set[Grant] = (
     | grants("pods/finalizers", "update")
     | grants("namespaces", *R)
     | grants("scheduling.volcano.sh/podgroups", "get")
+    # core/controller/hypernodes.py: HyperNode discovery follows the nodes and writes the
+    # HyperNodes it labels as its own, and their nodeCount.
+    | grants("nodes", *R)
+    | grants("topology.volcano.sh/hypernodes", *R, "create", "update", "delete")
+    | grants("topology.volcano.sh/hypernodes/status", "update")
 )
 # webhooks/cache.py follows queues and namespaces; webhooks/owners.py follows the kinds between
 # a pod and its workload and reads any other owner (a driver pod, a framework object) once;
@@ -729,9 +734,13 @@ def test_scheduler_and_controller_run_a_plugged_vcjob_under_their_identities(
         modes = {i["key"]: i["mode"] for i in ssh_volume["secret"]["items"]}
         assert modes["id_rsa"] == 0o600
 
-        current = admin.get(f"{jobs}/plugged")
-        current["spec"]["tasks"][1]["replicas"] = 3
-        admin.put(f"{jobs}/plugged", current)
+        # A merge patch, as kubectl scale would: the controller writes the job meanwhile, so a
+        # read-then-PUT may conflict.
+        scale = {
+            "spec": {"tasks": [dict(t) for t in admin.get(f"{jobs}/plugged")["spec"]["tasks"]]}
+        }
+        scale["spec"]["tasks"][1]["replicas"] = 3
+        admin.patch(f"{jobs}/plugged", scale)
         wait_until(
             lambda: admin.get(f"{ns}/configmaps/plugged-svc")["data"]["VC_WORKER_NUM"] == "3",
             "the host ConfigMap updated after the scale",

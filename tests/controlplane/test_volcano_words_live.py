@@ -120,10 +120,11 @@ async def test_gang_member_refused_by_its_queue_reads_as_in_volcano(live: Live, 
     )
     assert [m for r, m in conditions.values() if r == "Unschedulable"] == [refused]
     (unschedulable_pod,) = [n for n, (r, _) in conditions.items() if r == "Unschedulable"]
-    assert ("Warning", "FailedScheduling", refused) in await live.events(unschedulable_pod)
-    assert ("Warning", "Unschedulable", f"3/3 tasks in gang unschedulable: {GANG_SENTENCE}") in (
-        await live.events("gang")
-    )
+    failed = ("Warning", "FailedScheduling", refused)
+    await live.wait(lambda: live.events(unschedulable_pod), lambda seen: failed in seen, "event")
+    # The group's events are written after its pods' conditions in the same cycle.
+    gang_event = ("Warning", "Unschedulable", f"3/3 tasks in gang unschedulable: {GANG_SENTENCE}")
+    await live.wait(lambda: live.events("gang"), lambda seen: gang_event in seen, "group event")
     pg = await live.store.get(*PODGROUP, "gang", live.ns)
     (condition,) = pg["status"]["conditions"]
     assert (condition["type"], condition["reason"], condition["message"]) == (
