@@ -58,8 +58,34 @@ def operator_build(name: str, log_dir: Path) -> OperatorBuild:
         pytest.fail(f"building operator {name} failed ({log}): {err}", pytrace=False)
 
 
+CRDS_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
 def install_crds(cp: ControlPlane, build: OperatorBuild) -> None:
-    """Apply the operator's own CRDs (from its module) and wait until they are served."""
+    """Apply the operator's own CRDs (from its module) and wait until they are served.
+
+    The session's control plane is shared: another test may have installed a stand-in CRD of
+    the same name with versions the real one lacks (``framework_crds.py`` serves MPIJob
+    v2beta1, the training-operator v1.8.1 ships MPIJob v1), which the API server refuses to
+    drop; such a CRD is deleted and the real one applied in its place."""
+    for _ in range(8):
+        try:
+            cp.apply_manifests(build.crds)
+            return
+        except KubeAPIError as err:
+            if err.status != 422 or b"storedVersions" not in err.body:
+                raise
+            name = err.path.rsplit("/", 1)[-1]
+            cp.client.delete(f"{CRDS_PATH}/{name}")
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                try:
+                    cp.client.get(f"{CRDS_PATH}/{name}")
+                except KubeAPIError as gone:
+                    if gone.status == 404:
+                        break
+                    raise
+                time.sleep(0.2)
     cp.apply_manifests(build.crds)
 
 
