@@ -342,6 +342,18 @@ def test_an_enrolled_namespace_without_the_pod_webhook_is_named(
         cp.client.delete("/api/v1/namespaces/doctor-enrolled")
 
 
+def list_when_served(cp: ControlPlane, path: str) -> list[dict[str, Any]]:
+    """The items at ``path``; a CRD just installed answers 429 while its storage starts."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return list(cp.client.get(path)["items"])
+        except KubeAPIError as err:
+            if err.status != 429 or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def operator(name: str, image: str, args: list[str]) -> dict[str, Any]:
     labels = {"app": name}
     return {
@@ -369,7 +381,7 @@ def test_operator_deployments_with_and_without_their_volcano_flag(
     install_framework_crds(cp.client, [("kubeflow.org/v1", "PyTorchJob")])
     # The session's control plane is shared: PyTorchJobs other tests left in enrolled
     # namespaces would make the missing flag fine, so this test starts without any.
-    for job in cp.client.get("/apis/kubeflow.org/v1/pytorchjobs")["items"]:
+    for job in list_when_served(cp, "/apis/kubeflow.org/v1/pytorchjobs"):
         meta = job["metadata"]
         cp.client.delete(
             f"/apis/kubeflow.org/v1/namespaces/{meta['namespace']}/pytorchjobs/{meta['name']}"
