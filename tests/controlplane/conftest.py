@@ -21,6 +21,12 @@ _started: list[ControlPlane] = []
 
 @pytest.fixture(scope="session")
 def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    yield from own_control_plane(tmp_path_factory)
+
+
+def own_control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """A control plane of its own: modules that judge the whole cluster (RBAC grids, doctor)
+    override ``control_plane`` with one, so other tests' leftovers cannot sway them."""
     run_dir = tmp_path_factory.mktemp("controlplane")
     build_log = run_dir / "build.log"
     try:

@@ -30,6 +30,7 @@ from stromboli.webhooks.tls import (
     service_hosts,
 )
 
+from .conftest import own_control_plane
 from .framework_crds import install_framework_crds
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
@@ -114,6 +115,12 @@ def register(cp: ControlPlane, ca_pem: bytes) -> list[str]:
         plural = "mutating" if service.mutating else "validating"
         paths.append(f"{CONFIGS}/{plural}webhookconfigurations/{service.configuration_name}")
     return paths
+
+
+@pytest.fixture(scope="module")
+def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """This module's own control plane (it judges the whole cluster)."""
+    yield from own_control_plane(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -381,6 +388,12 @@ def test_operator_deployments_with_and_without_their_volcano_flag(
     install_framework_crds(cp.client, [("kubeflow.org/v1", "PyTorchJob")])
     # The session's control plane is shared: PyTorchJobs other tests left in enrolled
     # namespaces would make the missing flag fine, so this test starts without any.
+    # ...nor enrolled namespaces (an earlier check here enrols one): either makes it fine.
+    for ns in cp.client.get("/api/v1/namespaces", labelSelector="stromboli.dev/enroll")["items"]:
+        name = ns["metadata"]["name"]
+        cp.client.patch(
+            f"/api/v1/namespaces/{name}", {"metadata": {"labels": {"stromboli.dev/enroll": None}}}
+        )
     for job in list_when_served(cp, "/apis/kubeflow.org/v1/pytorchjobs"):
         meta = job["metadata"]
         cp.client.delete(

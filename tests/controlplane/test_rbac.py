@@ -33,6 +33,7 @@ import yaml
 from stromboli.core.devcluster import ControlPlane, KubeAPIError, KubeHTTP
 from stromboli.integrations.kinds import CONVERTED, FRAMEWORK_KINDS
 from stromboli.webhooks.services import enabled_services
+from tests.controlplane.conftest import own_control_plane
 from tests.controlplane.jobs_live import task, vcjob
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
@@ -281,6 +282,12 @@ def service(name: str) -> dict:
 
 
 # --- fixtures ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """This module's own control plane (it judges the whole cluster)."""
+    yield from own_control_plane(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
