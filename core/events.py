@@ -3,19 +3,27 @@
 Two of its rules, so that ``kubectl describe`` reads as under Volcano and an object that keeps
 failing costs no API writes beyond what it tells:
 
-- a repeat of the same (object, type, reason, message) bumps ``count`` and ``lastTimestamp``
-  instead of creating a new object;
+- a repeat of the same (object, type, reason, message) from this component is one request: a
+  merge PATCH of ``count`` and ``lastTimestamp`` on the event already written (as client-go's
+  ``EventCorrelator`` does), not a new object nor a read-then-update; an event that is gone
+  (the API server's event TTL) is created anew;
 - a spam filter per source and object: a burst of 25 events, then one per 5 minutes (a token
   bucket, as client-go's ``EventSourceObjectSpamFilter``); events beyond it are dropped, not
   written.
+
+``EventRecorder`` writes inline (the simulator and tests want events in the store when the
+call returns); a long-running process uses
+:class:`~stromboli.core.eventbroadcast.EventBroadcaster`, which writes in the background.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from stromboli.core.clock import Clock, format_time
-from stromboli.core.cluster.errors import ApiError
+from stromboli.core.cluster.errors import ApiError, NotFoundError
 from stromboli.core.cluster.store import ClusterStore
 
 log = logging.getLogger(__name__)
@@ -26,6 +34,31 @@ SPAM_REFILL_SECONDS = 300.0
 #: Objects whose buckets (and events whose names) are remembered, as client-go's 4,096-entry
 #: caches; the oldest go first, so a long-running process holds a bounded amount.
 SPAM_OBJECTS = 4096
+
+#: What makes two events repeats of one: (object uid or name, type, reason, message).
+EventKey = tuple[str, str, str, str]
+
+
+@dataclass(slots=True)
+class Occurrence:
+    """One event to write, standing for ``repeats`` records of it (the last at ``last``)."""
+
+    involved: dict
+    type: str
+    reason: str
+    message: str
+    first: str
+    last: str
+    repeats: int = 1
+
+
+@dataclass(slots=True)
+class _Written:
+    """Where an event key's object is, and the count the store has."""
+
+    namespace: str
+    name: str
+    count: int
 
 
 class SpamFilter:
@@ -52,11 +85,26 @@ class EventRecorder:
         self.store = store
         self.clock = clock
         self.component = component
-        self._seen: dict[tuple[str, str, str, str], tuple[str, str]] = {}
+        self._seen: dict[EventKey, _Written] = {}
         self._serial = 0
         self.spam = SpamFilter(clock)
-        #: Events the spam filter dropped (for tests and benchmarks).
-        self.dropped = 0
+        #: Events dropped, by why (``spam``; the broadcaster adds ``backlog``).
+        self.dropped_by: dict[str, int] = {}
+        #: Called with the reason of each drop (a metric); a failing hook is logged.
+        self.on_drop: Callable[[str], None] | None = None
+
+    @property
+    def dropped(self) -> int:
+        """Events dropped for any reason (for tests and benchmarks)."""
+        return sum(self.dropped_by.values())
+
+    def _drop(self, why: str) -> None:
+        self.dropped_by[why] = self.dropped_by.get(why, 0) + 1
+        if self.on_drop is not None:
+            try:
+                self.on_drop(why)
+            except Exception:  # a metric must never fail the work an event describes
+                log.exception("counting a dropped event failed")
 
     def _name(self, involved: dict) -> str:
         """``<object>.<hex nanoseconds>`` as Kubernetes names events; a serial keeps names
@@ -65,52 +113,70 @@ class EventRecorder:
         nanos = int(self.clock.now().timestamp() * 1e9) + self._serial
         return f"{involved.get('name', 'object')}.{nanos:x}"
 
-    async def record(self, involved: dict, event_type: str, reason: str, message: str) -> None:
-        """Record an event about ``involved`` (an object reference); failures are logged,
-        never raised: an event is never worth failing the work it describes."""
-        namespace = involved.get("namespace") or "default"
+    def admit(self, involved: dict, event_type: str, reason: str, message: str) -> EventKey | None:
+        """The event's key if the spam filter lets it through, else None (counted)."""
         spam_key = (
             self.component,
             str(involved.get("apiVersion") or ""),
             str(involved.get("kind") or ""),
-            namespace,
+            involved.get("namespace") or "default",
             str(involved.get("name") or ""),
             str(involved.get("uid") or ""),
         )
         if not self.spam.allow(spam_key):
-            self.dropped += 1
+            self._drop("spam")
+            return None
+        return (str(involved.get("uid") or involved.get("name", "")), event_type, reason, message)
+
+    async def record(self, involved: dict, event_type: str, reason: str, message: str) -> None:
+        """Record an event about ``involved`` (an object reference); failures are logged,
+        never raised: an event is never worth failing the work it describes."""
+        key = self.admit(involved, event_type, reason, message)
+        if key is None:
             return
-        key = (involved.get("uid") or involved.get("name", ""), event_type, reason, message)
         now = format_time(self.clock.now())
+        await self.write(key, Occurrence(involved, event_type, reason, message, now, now))
+
+    async def write(self, key: EventKey, event: Occurrence) -> None:
+        """One request: a PATCH of the count when the key was written before, else a create."""
         try:
             seen = self._seen.get(key)
             if seen is not None:
-                event = await self.store.get("v1", "Event", seen[1], seen[0])
-                event["count"] = int(event.get("count") or 1) + 1
-                event["lastTimestamp"] = now
-                await self.store.update(event)
-                return
-            event = {
-                "apiVersion": "v1",
-                "kind": "Event",
-                "metadata": {
-                    "name": self._name(involved),
-                    "namespace": namespace,
-                },
-                "involvedObject": involved,
-                "type": event_type,
-                "reason": reason,
-                "message": message,
-                "source": {"component": self.component},
-                "reportingComponent": self.component,
-                "firstTimestamp": now,
-                "lastTimestamp": now,
-                "count": 1,
-            }
-            created = await self.store.create(event)
-            self._seen[key] = (namespace, created["metadata"]["name"])
+                count = seen.count + event.repeats
+                try:
+                    await self.store.patch(
+                        "v1",
+                        "Event",
+                        seen.name,
+                        {"count": count, "lastTimestamp": event.last},
+                        seen.namespace,
+                    )
+                    seen.count = count
+                    return
+                except NotFoundError:
+                    del self._seen[key]  # expired (event TTL): a new object, as client-go
+            namespace = event.involved.get("namespace") or "default"
+            created = await self.store.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Event",
+                    "metadata": {"name": self._name(event.involved), "namespace": namespace},
+                    "involvedObject": event.involved,
+                    "type": event.type,
+                    "reason": event.reason,
+                    "message": event.message,
+                    "source": {"component": self.component},
+                    "reportingComponent": self.component,
+                    "firstTimestamp": event.first,
+                    "lastTimestamp": event.last,
+                    "count": event.repeats,
+                }
+            )
+            self._seen[key] = _Written(namespace, created["metadata"]["name"], event.repeats)
             if len(self._seen) > SPAM_OBJECTS:  # as client-go's LRU: forget the oldest
                 del self._seen[next(iter(self._seen))]
         except ApiError as err:
             self._seen.pop(key, None)
-            log.warning("could not record event %s on %s: %s", reason, involved.get("name"), err)
+            log.warning(
+                "could not record event %s on %s: %s", event.reason, event.involved.get("name"), err
+            )
