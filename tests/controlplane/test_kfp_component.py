@@ -309,8 +309,12 @@ async def test_waiting_job_says_why_and_is_deleted_at_timeout(
     said = "PodGroup Pending: the scheduler has not admitted the gang into queue default"
     out = await step.finish()
     assert isinstance(step.error, RuntimeError), out
-    # The scheduler's own sentence reaches the pipeline's log.
-    assert f"vcjob {live.ns}/too-big: waiting: {said}" in out, out
+    # The scheduler's own sentence reaches the pipeline's log, with its enqueue refusal (a
+    # Normal event on the group: the proportion or overcommit plugin's words, naming cpu).
+    waiting = f"vcjob {live.ns}/too-big: waiting: {said}: "
+    refusals = [line for line in out.splitlines() if waiting in line]
+    assert refusals, out
+    assert "insufficient cpu" in refusals[0] or "overused cpu" in refusals[0], out
     assert "not finished after timeout_seconds=6 (last phase Pending)" in out, out
     assert f"vcjob {live.ns}/too-big: deleted (" in out, out
     assert await jobs(live) == []

@@ -204,6 +204,19 @@ class Cluster:
                 return None
             raise
 
+    def podgroup_events(self, namespace: str, name: str) -> list[dict[str, Any]]:
+        """The events about the PodGroup ``name`` (the scheduler's reasons; an enqueue
+        refusal is only there), selected by the server."""
+        listed = self._json(
+            self.core.list_namespaced_event(
+                namespace,
+                field_selector=f"involvedObject.kind=PodGroup,involvedObject.name={name}",
+                _preload_content=False,
+                _request_timeout=self._timeout,
+            )
+        )
+        return [e for e in listed.get("items") or () if isinstance(e, dict)]
+
     def job_pods(self, namespace: str, job_name: str) -> list[dict[str, Any]]:
         listed = self._json(
             self.core.list_namespaced_pod(

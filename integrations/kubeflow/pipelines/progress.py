@@ -3,16 +3,20 @@ failed, and the status it hands on as an artifact. Pure functions of API objects
 
 The job's ``status.conditions`` list every phase it entered, so the step reports each change
 once, in order, even the short ones (Completing, Restarting) that fall between two reads. The
-reasons a job waits are the scheduler's: the PodGroup's ``Unschedulable`` condition and the
-pods' ``PodScheduled`` messages, the sentences ``stromboli explain`` prints.
+reasons a job waits are the scheduler's: the PodGroup's ``Unschedulable`` condition, its latest
+``Unschedulable`` events and the pods' ``PodScheduled`` messages, the sentences ``stromboli
+explain`` prints. A gang held at enqueue has no condition (as in Volcano): the scheduler's
+refusal (``queue resource quota insufficient: insufficient cpu``) is only a Normal event.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from stromboli.core.api import constants as k
+from stromboli.core.logsafe import log_safe
 
 #: Phases after which the job never changes again by itself.
 FINISHED = frozenset({"Completed", "Failed", "Terminated"})
@@ -20,6 +24,11 @@ FINISHED = frozenset({"Completed", "Failed", "Terminated"})
 WAITING = frozenset({"", "Pending", "Aborted"})
 #: Failed pods named in a failure message; the rest are counted.
 FAILED_PODS_SHOWN = 3
+#: Characters of one event message kept in the step's log (anyone may post events).
+EVENT_MESSAGE_LIMIT = 500
+#: Volcano's reason for both the enqueue refusal (Normal) and the gang warning (Warning).
+UNSCHEDULABLE_REASON = "Unschedulable"
+_OLDEST = datetime.min.replace(tzinfo=UTC)
 
 
 def phase_of(job: Mapping[str, Any] | None) -> str:
@@ -84,13 +93,70 @@ class PhaseLog:
         return out
 
 
+def _event_time(event: Mapping[str, Any]) -> datetime:
+    for field in ("lastTimestamp", "eventTime", "firstTimestamp"):
+        text = event.get(field)
+        if isinstance(text, str) and text:
+            try:
+                when = datetime.fromisoformat(text)
+            except ValueError:
+                continue
+            return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+    return _OLDEST
+
+
+def _event_version(event: Mapping[str, Any]) -> int:
+    meta = event.get("metadata")
+    text = meta.get("resourceVersion") if isinstance(meta, Mapping) else None
+    return int(text) if isinstance(text, str) and text.isdigit() and len(text) < 40 else -1
+
+
+def scheduler_events(
+    events: Iterable[Any], components: Iterable[str], podgroup_uid: str = ""
+) -> dict[str, str]:
+    """The message of the latest ``Unschedulable`` event of each type (``Warning``,
+    ``Normal``) that one of ``components`` (the scheduler's names) posted on the PodGroup.
+    One per type, not the single latest: the scheduler posts both every cycle while a gang
+    waits at enqueue, and the newest of the two alternates."""
+    wanted = set(components)
+    latest: dict[str, tuple[datetime, int, str]] = {}
+    for event in events:
+        if not isinstance(event, Mapping) or event.get("reason") != UNSCHEDULABLE_REASON:
+            continue
+        kind = event.get("type")
+        message = event.get("message")
+        if kind not in ("Warning", "Normal") or not isinstance(message, str) or not message:
+            continue
+        source = event.get("source") or {}
+        component = event.get("reportingComponent") or (
+            source.get("component") if isinstance(source, Mapping) else None
+        )
+        if component not in wanted:
+            continue
+        involved = event.get("involvedObject") or {}
+        uid = involved.get("uid") if isinstance(involved, Mapping) else None
+        if podgroup_uid and uid and uid != podgroup_uid:
+            continue  # about an earlier PodGroup of that name
+        order = (_event_time(event), _event_version(event), message)
+        if kind not in latest or order[:2] > latest[kind][:2]:
+            latest[kind] = order
+    return {kind: log_safe(found[2], EVENT_MESSAGE_LIMIT) for kind, found in latest.items()}
+
+
 def pending_reason(
-    podgroup: Mapping[str, Any] | None, pods: Sequence[Mapping[str, Any]]
+    podgroup: Mapping[str, Any] | None,
+    pods: Sequence[Mapping[str, Any]],
+    events: Mapping[str, str] | None = None,
 ) -> str | None:
-    """Why the job's pods are not running yet, in the scheduler's words; None if unknown."""
+    """Why the job's pods are not running yet, in the scheduler's words; None if unknown.
+    ``events``: :func:`scheduler_events` of the PodGroup; the Normal one (an enqueue refusal)
+    counts only while the group is Pending, the stage it speaks of."""
     if podgroup is None:
         return None if pods else "waiting for the controller to create the job's PodGroup"
     status = podgroup.get("status") or {}
+    events = events or {}
+    phase = status.get("phase") or "Pending"
+    refusal = events.get("Normal") if phase == "Pending" else None
     parts: list[str] = []
     for condition in status.get("conditions") or ():
         if (
@@ -100,6 +166,9 @@ def pending_reason(
             and condition.get("message")
         ):
             parts.append(str(condition["message"]))
+    warning = events.get("Warning")
+    if warning and not any(warning in part or part in warning for part in parts):
+        parts.append(warning)
     for pod in pods:
         for condition in (pod.get("status") or {}).get("conditions") or ():
             if (
@@ -115,13 +184,11 @@ def pending_reason(
                 break
         if len(parts) >= 2:
             break
-    if parts:
-        return "; ".join(parts)
-    phase = status.get("phase") or "Pending"
-    if phase == "Pending":
+    if phase == "Pending" and (refusal or not parts):
         queue = (podgroup.get("spec") or {}).get("queue") or k.DEFAULT_QUEUE
-        return f"PodGroup Pending: the scheduler has not admitted the gang into queue {queue}"
-    return None
+        held = f"PodGroup Pending: the scheduler has not admitted the gang into queue {queue}"
+        parts.insert(0, f"{held}: {refusal}" if refusal else held)
+    return "; ".join(parts) if parts else None
 
 
 def failure_message(job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> str:

@@ -41,7 +41,7 @@ DELETE_TRIES = 3
 class Follow:
     """How the step follows the job."""
 
-    #: Seconds between two reads of the job (each read: one GET; two more while it waits).
+    #: Seconds between two reads of the job (each read: one GET; three more while it waits).
     poll_seconds: float = 2.0
     #: Give up (and delete the job) after this many seconds; 0: wait as long as it takes.
     timeout_seconds: float = 0.0
@@ -148,7 +148,9 @@ def follow(
 ) -> dict[str, Any]:
     """Read the job every ``poll_seconds`` until it finishes; returns it finished.
 
-    Logs each phase it enters and, while it waits, each new reason the scheduler gives.
+    Logs each phase it enters and, while it waits, each new reason the scheduler gives (its
+    PodGroup's condition and latest events, its pods' messages): a reason is logged when it
+    changes, not at every read.
     Raises :class:`JobFailed` if it is deleted by someone else, :class:`JobTimedOut` when
     the step's timeout passes, and :class:`JobFailed` when the API stays away too long.
     """
@@ -208,12 +210,22 @@ def _waiting_reason(cluster: Cluster, job: Mapping[str, Any], phase: str) -> str
     if phase not in progress.WAITING and not (job.get("status") or {}).get("pending"):
         return None  # running with every pod placed: nothing to explain
     namespace, name = job["metadata"]["namespace"], job["metadata"]["name"]
+    group_name = progress.podgroup_name(job)
     try:
-        podgroup = cluster.get_podgroup(namespace, progress.podgroup_name(job))
+        podgroup = cluster.get_podgroup(namespace, group_name)
         pods = cluster.job_pods(namespace, name)
     except (ApiException, TransportError):
         return None  # only the reason is missing; the next read tries again
-    return progress.pending_reason(podgroup, pods)
+    events: dict[str, str] = {}
+    if podgroup is not None:
+        try:
+            listed = cluster.podgroup_events(namespace, group_name)
+        except (ApiException, TransportError):
+            listed = []  # events not readable (RBAC, a busy server): the rest still says why
+        scheduler = (job.get("spec") or {}).get("schedulerName") or k.DEFAULT_SCHEDULER_NAME
+        uid = str((podgroup.get("metadata") or {}).get("uid") or "")
+        events = progress.scheduler_events(listed, {scheduler, k.DEFAULT_SCHEDULER_NAME}, uid)
+    return progress.pending_reason(podgroup, pods, events)
 
 
 def delete_quietly(cluster: Cluster, job: Mapping[str, Any], why: str, log: Log) -> None:

@@ -64,6 +64,18 @@ class FakeCluster:
         self.create_error: ApiException | None = None
         self.delete_errors: list[BaseException] = []
         self.on_read: Callable[[], None] | None = None
+        #: The PodGroup's events, one list per read (the last repeats), or an error to raise.
+        self.events: list[Any] = [[]]
+        self.group: dict[str, Any] = {
+            "metadata": {"uid": "pg-1"},
+            "spec": {"queue": "default"},
+            "status": {
+                "phase": "Pending",
+                "conditions": [
+                    {"type": "Unschedulable", "status": "True", "message": "no room for 2"}
+                ],
+            },
+        }
 
     def check_reachable(self) -> None:
         pass
@@ -98,15 +110,14 @@ class FakeCluster:
         self.deleted.append((namespace, name, uid))
 
     def get_podgroup(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return {
-            "spec": {"queue": "default"},
-            "status": {
-                "phase": "Pending",
-                "conditions": [
-                    {"type": "Unschedulable", "status": "True", "message": "no room for 2"}
-                ],
-            },
-        }
+        return self.group
+
+    def podgroup_events(self, namespace: str, name: str) -> list[dict[str, Any]]:
+        assert name == "train-u-1"
+        item = self.events.pop(0) if len(self.events) > 1 else self.events[0]
+        if isinstance(item, BaseException):
+            raise item
+        return list(item)
 
     def job_pods(self, namespace: str, name: str) -> list[dict[str, Any]]:
         return [
@@ -167,6 +178,51 @@ def test_follows_to_the_end_and_says_why_it_waited(lines: list[str]) -> None:
         "vcjob ns/train: Running",
         "vcjob ns/train: Completed (succeeded 2)",
     ]
+
+
+def scheduler_event(kind: str, message: str, second: int) -> dict[str, Any]:
+    return {
+        "metadata": {"resourceVersion": str(second)},
+        "involvedObject": {"kind": "PodGroup", "name": "train-u-1", "uid": "pg-1"},
+        "type": kind,
+        "reason": "Unschedulable",
+        "message": message,
+        "source": {"component": "volcano"},
+        "lastTimestamp": f"2026-01-01T00:00:{second:02d}Z",
+    }
+
+
+REFUSAL = "queue resource quota insufficient: insufficient cpu"
+GANG = "0/2 tasks in gang unschedulable: pod group is not ready, 2 minAvailable"
+
+
+def test_enqueue_refusal_is_said_once_though_the_scheduler_repeats_it(lines: list[str]) -> None:
+    cluster = FakeCluster([state("Pending")] * 5 + [state("Completed", "Pending", succeeded=2)])
+    cluster.group = {"metadata": {"uid": "pg-1"}, "spec": {"queue": "default"}, "status": {}}
+    # Every cycle the scheduler posts both events again; which one is newest alternates.
+    cluster.events = [
+        [scheduler_event("Normal", REFUSAL, 1)],
+        [scheduler_event("Normal", REFUSAL, 3), scheduler_event("Warning", GANG, 2)],
+        [scheduler_event("Normal", REFUSAL, 3), scheduler_event("Warning", GANG, 4)],
+        [scheduler_event("Normal", REFUSAL, 5), scheduler_event("Warning", GANG, 4)],
+        [scheduler_event("Normal", "queue resource quota insufficient: insufficient memory", 6)],
+    ]
+    follow_fake(cluster, lines)
+    held = "PodGroup Pending: the scheduler has not admitted the gang into queue default"
+    assert lines == [
+        "vcjob ns/train: Pending",
+        f"vcjob ns/train: waiting: {held}: {REFUSAL}",
+        f"vcjob ns/train: waiting: {held}: {REFUSAL}; {GANG}",
+        f"vcjob ns/train: waiting: {held}: queue resource quota insufficient: insufficient memory",
+        "vcjob ns/train: Completed (succeeded 2)",
+    ]
+
+
+def test_unreadable_events_leave_the_other_reasons(lines: list[str]) -> None:
+    cluster = FakeCluster([state("Pending"), state("Completed", "Pending", succeeded=2)])
+    cluster.events = [api_error(403, "events is forbidden")]
+    follow_fake(cluster, lines)
+    assert "vcjob ns/train: waiting: no room for 2" in lines
 
 
 def test_timeout(lines: list[str]) -> None:
