@@ -15,6 +15,7 @@ from stromboli.core.cli.process import (
     kube_options,
     kube_store_factory,
     leader_options,
+    plain_pod_groups_option,
     serve,
     setup_logging,
 )
@@ -64,6 +65,7 @@ DRIVERS = ("kopf", "native")
     show_default=True,
     help="What feeds the controllers live events: a kopf operator, or their own list+watch.",
 )
+@plain_pod_groups_option
 @click.option(
     "--frameworks/--no-frameworks",
     default=True,
@@ -86,12 +88,14 @@ def controller(
     worker_threads: int,
     listen_address: str,
     driver: str,
+    plain_pod_groups: str,
     frameworks: bool,
 ) -> None:
     """Run vcjobs through their lifecycle and enrol plain pods into PodGroups."""
     setup_logging(verbosity, log_format)
     from stromboli.core.controller.server import ControllerOptions, ControllerServer
     from stromboli.core.logsetup import log_start, settings_of
+    from stromboli.core.scheduler.api.plaingroup import plain_pod_groups_mode
 
     options = ControllerOptions(
         scheduler_names=tuple(scheduler_names),
@@ -101,6 +105,7 @@ def controller(
         leader_elect=go_bool(leader_elect),
         lock_object_namespace=lock_object_namespace,
         max_requeue=max_requeue_num,
+        plain_pod_groups=plain_pod_groups_mode(plain_pod_groups),
     )
     log_start(log, "controller", settings_of(options) | {"frameworks": frameworks})
     factory = kube_store_factory(kubeconfig, master, kube_api_qps, kube_api_burst)

@@ -88,7 +88,8 @@ def render(result: Explanation, console: Console, limit: int) -> None:
         + (f" on {task.node_name}" if task.node_name else "")
     )
     console.print(
-        f"PodGroup {job.namespace}/{job.name}: phase {job.phase}, minMember {job.min_available}, "
+        f"PodGroup {job.namespace}/{job.name}{' (in memory)' if job.in_memory else ''}: "
+        f"phase {job.phase}, minMember {job.min_available}, "
         f"queue {job.queue}, {job.ready_task_num()} ready / {len(job.tasks)} tasks"
     )
     if condition is not None and condition.get("status") == "False":
@@ -125,6 +126,7 @@ def pod_json(result: Explanation) -> dict:
         "status": task.status.label,
         "node": task.node_name or None,
         "podgroup": f"{job.namespace}/{job.name}",
+        "podgroupInMemory": job.in_memory,
         "queue": job.queue,
         "prePredicate": result.pre_predicate,
         "feasible": [{"node": n.node, "scores": n.scores} for n in result.feasible()],
@@ -226,7 +228,14 @@ async def _from_cluster(
     register_builtins()
     store = KubeStore(KubeConfig.load(kubeconfig))
     try:
-        scheduler = Scheduler(store, SystemClock(), ConfigSource(Path(conf) if conf else None))
+        # Plain pods are grouped in memory whatever the cluster's mode: a stored PodGroup of
+        # the same name wins, so this explains both modes' pods, enrolled or not yet.
+        scheduler = Scheduler(
+            store,
+            SystemClock(),
+            ConfigSource(Path(conf) if conf else None),
+            plain_pod_groups="memory",
+        )
         await scheduler.informer.start()
         return State(scheduler, await _vcjob(store, kind, name, namespace))
     finally:

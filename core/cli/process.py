@@ -148,3 +148,22 @@ def leader_options(command: CommandFunction) -> CommandFunction:
     ):
         command = option(command)
     return command
+
+
+#: ``scheduler.api.plaingroup.PLAIN_POD_GROUP_MODES``, repeated so that ``--help`` imports no
+#: scheduler code.
+PLAIN_POD_GROUP_MODES = ("object", "memory")
+
+
+def plain_pod_groups_option(command: CommandFunction) -> CommandFunction:
+    """``--plain-pod-groups``: the scheduler and the controller must be given the same."""
+    return click.option(
+        "--plain-pod-groups",
+        type=click.Choice(PLAIN_POD_GROUP_MODES),
+        default="object",
+        show_default=True,
+        help="Where the one-member group of a plain pod (naming no PodGroup) lives: 'object', "
+        "a PodGroup the controller creates as Volcano's does; 'memory', kept by the scheduler "
+        "only (no PodGroup, no pod patch: a binding and an event per pod). Give the scheduler "
+        "and the controller the same value.",
+    )(command)

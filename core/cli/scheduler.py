@@ -19,6 +19,7 @@ from stromboli.core.cli.process import (
     kube_options,
     kube_store_factory,
     leader_options,
+    plain_pod_groups_option,
     serve,
     setup_logging,
 )
@@ -88,6 +89,7 @@ def config_map_of(
     show_default=True,
     help="Queue created at start and used by PodGroups without one.",
 )
+@plain_pod_groups_option
 @click.option(
     "--listen-address",
     default=":8080",
@@ -107,6 +109,7 @@ def scheduler(
     scheduler_configmap: str,
     schedule_period: str,
     default_queue: str,
+    plain_pod_groups: str,
     listen_address: str,
     healthz_address: str,
     leader_elect: str,
@@ -116,6 +119,7 @@ def scheduler(
     setup_logging(verbosity, log_format)
     from stromboli.core.api.durations import parse_duration
     from stromboli.core.logsetup import log_start
+    from stromboli.core.scheduler.api.plaingroup import plain_pod_groups_mode
     from stromboli.core.scheduler.builtins import register_builtins
     from stromboli.core.scheduler.conf import ConfigError, ConfigSource
     from stromboli.core.scheduler.server import (
@@ -137,6 +141,7 @@ def scheduler(
             leader_elect=go_bool(leader_elect),
             lock_object_namespace=lock_object_namespace,
             strict_config=strict_config,
+            plain_pod_groups=plain_pod_groups_mode(plain_pod_groups),
             config_map=config_map_of(scheduler_configmap, scheduler_conf, lock_object_namespace),
         )
         # Read before connecting: a configuration it cannot use stops the start at once.

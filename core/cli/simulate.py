@@ -10,8 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from stromboli.core.cli.process import plain_pod_groups_option
+
 if TYPE_CHECKING:
     from stromboli.core.admission.policy import QueuePolicy
+    from stromboli.core.scheduler.api.plaingroup import PlainPodGroups
     from stromboli.core.scheduler.metrics import SchedulerMetrics
     from stromboli.core.simulate.engine import SimulationResult
 
@@ -47,6 +50,7 @@ async def _simulate(
     max_cron_runs: int = DEFAULT_MAX_CRON_RUNS,
     queue_policy: QueuePolicy | None = None,
     max_workload_pods: int = DEFAULT_MAX_WORKLOAD_PODS,
+    plain_pod_groups: PlainPodGroups = "object",
 ) -> tuple[SimulationResult, dict]:
     from stromboli.core.simulate.engine import Simulation
     from stromboli.core.simulate.loader import load
@@ -68,6 +72,7 @@ async def _simulate(
             max_cron_runs,
             queue_policy,
             max_workload_pods=max_workload_pods,
+            plain_pod_groups=plain_pod_groups,
         ).run()
     finally:
         if progress is not None:
@@ -136,6 +141,7 @@ async def _simulate(
     help="Queue policy file (YAML), enforced on the input as the webhook enforces it: "
     "default queues, the queues each namespace may use, per-queue limits.",
 )
+@plain_pod_groups_option
 @click.option(
     "--progress/--no-progress",
     default=None,
@@ -157,6 +163,7 @@ def simulate(
     max_cron_runs: int,
     max_workload_pods: int,
     queue_policy_path: str | None,
+    plain_pod_groups: str,
     progress: bool | None,
     fail_on_rejection: bool,
     example: str | None,
@@ -185,6 +192,7 @@ def simulate(
 
     from stromboli.core.admission.policy import load_policy
     from stromboli.core.api.durations import parse_duration
+    from stromboli.core.scheduler.api.plaingroup import plain_pod_groups_mode
     from stromboli.core.scheduler.conf import ConfigError
     from stromboli.core.scheduler.metrics import SchedulerMetrics
     from stromboli.core.simulate.engine import DEFAULT_MAX_TIME
@@ -205,6 +213,7 @@ def simulate(
                 max_cron_runs,
                 policy,
                 max_workload_pods,
+                plain_pod_groups_mode(plain_pod_groups),
             )
         )
     except (SimulationInputError, ConfigError, ValueError) as err:

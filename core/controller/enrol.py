@@ -12,6 +12,7 @@ from stromboli.core.cluster.store import ClusterStore
 from stromboli.core.controller.podgroup import enrol_pod, needs_podgroup
 from stromboli.core.informer import Informer
 from stromboli.core.quarantine import EventSink, Quarantine
+from stromboli.core.scheduler.api.plaingroup import MEMORY, OBJECT, PlainPodGroups
 
 log = logging.getLogger(__name__)
 POD = ("v1", "Pod")
@@ -30,9 +31,12 @@ class PodEnroller:
         scheduler_names: set[str],
         events: EventSink | None = None,
         quarantine: Quarantine | None = None,
+        plain_pod_groups: PlainPodGroups = OBJECT,
     ) -> None:
         self.store = store
         self.scheduler_names = scheduler_names
+        #: ``memory``: the scheduler keeps plain pods' groups itself; nothing is enrolled here.
+        self.plain_pod_groups = plain_pod_groups
         #: Where pods that cannot be enrolled (an unreadable request) are reported.
         self.events = events
         self.quarantine = quarantine or Quarantine(COMPONENT)
@@ -52,7 +56,12 @@ class PodEnroller:
             and named is not None
             and (meta.get("namespace", ""), named) in self._known
         )
-        if event_type != "DELETED" and not known and needs_podgroup(pod, self.scheduler_names):
+        if (
+            event_type != "DELETED"
+            and not known
+            and self.plain_pod_groups != MEMORY
+            and needs_podgroup(pod, self.scheduler_names)
+        ):
             self._waiting[uid] = pod
             self._wake.set()
         else:

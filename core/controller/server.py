@@ -28,6 +28,7 @@ from stromboli.core.controller.metrics import ControllerMetrics
 from stromboli.core.httpserve import Endpoint, start_process_endpoints
 from stromboli.core.informer import Informer, Kind
 from stromboli.core.leaderelection import LeaderElector
+from stromboli.core.scheduler.api.plaingroup import OBJECT, PlainPodGroups
 
 if TYPE_CHECKING:
     from stromboli.core.controller.kopfdriver import KopfDriver
@@ -63,6 +64,8 @@ class ControllerOptions:
     leader_elect: bool = False
     lock_object_namespace: str = "volcano-system"
     max_requeue: int = 15
+    #: Where plain pods' groups live; ``memory`` must match the scheduler's flag.
+    plain_pod_groups: PlainPodGroups = OBJECT
 
 
 class ControllerServer:
@@ -85,7 +88,12 @@ class ControllerServer:
         self.cronjobs = CronJobController(store, self.clock)
         self.jobflows = JobFlowController(store, self.clock, metrics=self.metrics)
         self.hypernodes = HyperNodeDiscovery(store, self.clock, options.lock_object_namespace)
-        self.enroller = PodEnroller(store, set(options.scheduler_names), events=self.jobs.recorder)
+        self.enroller = PodEnroller(
+            store,
+            set(options.scheduler_names),
+            events=self.jobs.recorder,
+            plain_pod_groups=options.plain_pod_groups,
+        )
         self.extensions = list(extensions)
         for quarantine in (
             self.jobs.informer.quarantine,

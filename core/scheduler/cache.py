@@ -19,6 +19,14 @@ from stromboli.core.quarantine import Quarantine
 from stromboli.core.scheduler.api.build import node_info_from, task_info_from
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.node import NodeTable, is_counted_on_node
+from stromboli.core.scheduler.api.plaingroup import (
+    MEMORY,
+    OBJECT,
+    PlainPodGroups,
+    min_member_of,
+    plain_group_name,
+    podgroup_for,
+)
 from stromboli.core.scheduler.api.pod import parse_bool
 from stromboli.core.scheduler.api.queue import QueueInfo
 from stromboli.core.scheduler.api.resource import Resource
@@ -80,6 +88,9 @@ class JobEntry:
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
     #: The JobInfo built from the above, kept until either changes; sessions clone it.
     built: JobInfo | None = None
+    #: ``podgroup`` is the scheduler's own, for plain pods (``--plain-pod-groups=memory``):
+    #: no such object is stored, and a stored one of the same name replaces it.
+    in_memory: bool = False
 
 
 def job_id_of(pod: dict) -> str | None:
@@ -90,9 +101,26 @@ def job_id_of(pod: dict) -> str | None:
     return f"{pod['metadata'].get('namespace', 'default')}/{group}"
 
 
+def memory_podgroup(pod: dict) -> dict:
+    """The group the controller would create for a plain pod, kept in memory instead: created
+    with the pod, and Running already when the pod is bound (a restart finds it so)."""
+    pg = podgroup_for(pod, min_member_of(pod))
+    meta = pod["metadata"]
+    pg["metadata"]["creationTimestamp"] = meta.get("creationTimestamp") or ""
+    if (pod.get("spec") or {}).get("nodeName"):
+        pg["status"] = {"phase": "Running"}
+    return pg
+
+
 class SchedulerCache:
-    def __init__(self, scheduler_names: tuple[str, ...] = (k.DEFAULT_SCHEDULER_NAME,)) -> None:
+    def __init__(
+        self,
+        scheduler_names: tuple[str, ...] = (k.DEFAULT_SCHEDULER_NAME,),
+        plain_pod_groups: PlainPodGroups = OBJECT,
+    ) -> None:
         self.scheduler_names = set(scheduler_names)
+        #: ``memory``: a plain pod's group is built here, never read from a PodGroup object.
+        self.plain_pod_groups = plain_pod_groups
         #: Objects the cache could not read: reported, then left out of every snapshot.
         self.quarantine = Quarantine(k.DEFAULT_SCHEDULER_NAME)
         self.nodes = NodeTable()
@@ -193,15 +221,18 @@ class SchedulerCache:
         if deleted:
             return
         ours = self._is_ours(pod)
-        job_id = job_id_of(pod) if ours else None
+        job_id = self._job_id(pod) if ours else None
         assigned = bool((pod.get("spec") or {}).get("nodeName"))
         if not ours and not assigned:
             return
+        group = self._memory_group(job_id, pod)
         task = task_info_from(pod, job_id or "", old.task if old is not None else None)
         record = PodRecord(task, job_id)
         self.pods[uid] = record
         if job_id is not None:
             entry = self.jobs.setdefault(job_id, JobEntry())
+            if group is not None:
+                entry.podgroup, entry.in_memory, entry.built = group, True, None
             entry.tasks[uid] = task
             if entry.built is not None:
                 # Keep the built job current instead of rebuilding it: a pod changing phase
@@ -213,6 +244,44 @@ class SchedulerCache:
             else:
                 self._orphans.setdefault(task.node_name, {})[uid] = task
 
+    def _job_id(self, pod: dict) -> str | None:
+        job_id = job_id_of(pod)
+        if job_id is None and self.plain_pod_groups == MEMORY:
+            name = plain_group_name(pod)
+            if name is not None:
+                job_id = f"{pod['metadata'].get('namespace', 'default')}/{name}"
+        return job_id
+
+    def _memory_group(self, job_id: str | None, pod: dict) -> dict | None:
+        """The in-memory group a plain pod brings, when its job has no group yet (raises,
+        before the pod becomes a task, when the pod cannot be read)."""
+        if job_id is None or self.plain_pod_groups != MEMORY:
+            return None
+        entry = self.jobs.get(job_id)
+        if entry is not None and entry.podgroup is not None:
+            return None
+        name = plain_group_name(pod)
+        if name is None or job_id != f"{pod['metadata'].get('namespace', 'default')}/{name}":
+            return None
+        return memory_podgroup(pod)
+
+    def keep_in_memory(
+        self, job_id: str, status: dict | None, annotations: dict[str, str] | None = None
+    ) -> bool:
+        """Fold a session's new status (and annotations) into an in-memory group, which has
+        no object to write them to; False when ``job_id`` is not such a group."""
+        entry = self.jobs.get(job_id)
+        if entry is None or not entry.in_memory or entry.podgroup is None:
+            return False
+        pg = entry.podgroup if status is None else {**entry.podgroup, "status": status}
+        if annotations:
+            meta = pg["metadata"]
+            pg = {**pg, "metadata": {**meta, "annotations": {**meta["annotations"], **annotations}}}
+        entry.podgroup = pg
+        if entry.built is not None:
+            entry.built.podgroup = pg
+        return True
+
     def _forget_task(self, record: PodRecord) -> None:
         task = record.task
         if record.job_id is not None:
@@ -221,7 +290,7 @@ class SchedulerCache:
                 entry.tasks.pop(task.uid, None)
                 if entry.built is not None:
                     entry.built.remove_task(task.uid)
-                if entry.podgroup is None and not entry.tasks:
+                if (entry.podgroup is None or entry.in_memory) and not entry.tasks:
                     del self.jobs[record.job_id]
         if task.node_name:
             self.nodes.remove_task(task.node_name, task)
@@ -257,14 +326,17 @@ class SchedulerCache:
         job_id = f"{namespace}/{name}"
         if deleted:
             entry = self.jobs.get(job_id)
-            if entry is not None:
+            if entry is not None and not entry.in_memory:
                 entry.podgroup = None
                 entry.built = None
                 if not entry.tasks:
                     del self.jobs[job_id]
+                else:
+                    self._back_in_memory(entry)
             return
         entry = self.jobs.setdefault(job_id, JobEntry())
         entry.podgroup = pg
+        entry.in_memory = False
         try:
             # Built now rather than at the next snapshot, so an unreadable group is caught
             # here, where it can be set aside, and never reaches a session.
@@ -272,6 +344,21 @@ class SchedulerCache:
         except Exception:
             entry.podgroup = entry.built = None
             raise
+
+    def _back_in_memory(self, entry: JobEntry) -> None:
+        """A stored group of plain pods was deleted: in ``memory`` mode its pods go on in an
+        in-memory group again (in ``object`` mode they wait for the controller's new one)."""
+        if self.plain_pod_groups != MEMORY:
+            return
+        for task in entry.tasks.values():
+            if plain_group_name(task.pod) is None:
+                continue
+            try:
+                entry.podgroup, entry.in_memory = memory_podgroup(task.pod), True
+            except ValueError as err:
+                log.warning("pod %s keeps waiting without a group: %s", task.key, err)
+                continue
+            return
 
     def _queue(self, queue: dict, deleted: bool) -> None:
         name = queue["metadata"]["name"]
@@ -354,6 +441,7 @@ class SchedulerCache:
             priority=self.priority_classes.get(class_name, self.default_priority),
             min_available=int(spec.get("minMember") or 0),
             podgroup=pg,
+            in_memory=entry.in_memory,
             creation=meta.get("creationTimestamp") or "",
             min_task_member={r: int(n) for r, n in (spec.get("minTaskMember") or {}).items()},
             min_resources=(

@@ -21,6 +21,7 @@ from stromboli.core.cluster.store import ClusterStore
 from stromboli.core.httpserve import Endpoint, start_process_endpoints
 from stromboli.core.leaderelection import LeaderElector
 from stromboli.core.logsetup import settings_of
+from stromboli.core.scheduler.api.plaingroup import OBJECT, PlainPodGroups
 from stromboli.core.scheduler.conf import ConfigSource
 from stromboli.core.scheduler.metrics import SchedulerMetrics
 from stromboli.core.scheduler.scheduler import Scheduler
@@ -49,6 +50,8 @@ class SchedulerOptions:
     #: ``(namespace, name)`` of the ConfigMap the configuration file comes from: skipped
     #: plugins and arguments are posted there as Warning events. ``None``: no events.
     config_map: tuple[str, str] | None = None
+    #: Where plain pods' groups live (``--plain-pod-groups``); must match the controller's.
+    plain_pod_groups: PlainPodGroups = OBJECT
 
 
 def start_settings(options: SchedulerOptions, config: ConfigSource) -> dict[str, object]:
@@ -86,6 +89,7 @@ class SchedulerServer:
             options.scheduler_names,
             options.default_queue,
             options.bind_concurrency,
+            options.plain_pod_groups,
         )
         self.scheduler.cache.quarantine.counter = self.metrics.invalid_objects
         self.stopping = asyncio.Event()

@@ -168,7 +168,7 @@ class StatusWriter:
                 return
             report.evicted.append(task)
             job = (jobs or {}).get(task.job_id)
-            if job is not None:
+            if job is not None and not job.in_memory:
                 await self.recorder.record(
                     object_ref(job.podgroup), "Normal", "Evict", eviction.reason
                 )

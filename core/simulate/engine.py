@@ -29,6 +29,7 @@ from stromboli.core.controller.enrol import POD, PodEnroller
 from stromboli.core.controller.job.controller import JobController
 from stromboli.core.controller.jobflow import JobFlowController
 from stromboli.core.events import EventRecorder
+from stromboli.core.scheduler.api.plaingroup import OBJECT, PlainPodGroups
 from stromboli.core.scheduler.conf import ConfigSource
 from stromboli.core.scheduler.metrics import SchedulerMetrics
 from stromboli.core.scheduler.scheduler import Scheduler
@@ -126,6 +127,7 @@ class Simulation:
         max_cron_runs: int = DEFAULT_MAX_CRON_RUNS,
         queue_policy: QueuePolicy | None = None,
         max_workload_pods: int = DEFAULT_MAX_WORKLOAD_PODS,
+        plain_pod_groups: PlainPodGroups = OBJECT,
     ) -> None:
         self.arrivals = sorted(objects, key=lambda o: (o.submit_at, KIND_RANK.get(o.kind, 7)))
         self.clock = VirtualClock()
@@ -135,7 +137,9 @@ class Simulation:
 
         register_builtins()
         self.config = ConfigSource(scheduler_conf)
-        self.scheduler = Scheduler(self.store, self.clock, self.config)
+        self.scheduler = Scheduler(
+            self.store, self.clock, self.config, plain_pod_groups=plain_pod_groups
+        )
         self.lifecycle = PodLifecycle(self.store, self.clock)
         self.scheduler_names = {k.DEFAULT_SCHEDULER_NAME}
         #: One admission pass per object submitted: the input's, and what controllers create.
@@ -147,7 +151,10 @@ class Simulation:
         # The PodGroup controller's enrolment of plain pods, as the live controller runs it;
         # fed each pod as it is created rather than through a watch of its own.
         self.enroller = PodEnroller(
-            self.store, self.scheduler_names, events=self.controller.recorder
+            self.store,
+            self.scheduler_names,
+            events=self.controller.recorder,
+            plain_pod_groups=plain_pod_groups,
         )
         # CronJobs and JobFlows: the jobs they create get the job webhook's defaults and checks.
         self.cronjobs = CronJobController(self.store, self.clock, mutate_job=self._admit_cron_job)

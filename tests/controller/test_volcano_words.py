@@ -17,7 +17,7 @@ from stromboli.core.clock import VirtualClock
 from stromboli.core.cluster.errors import ConflictError
 from stromboli.core.cluster.memory import MemoryStore
 from stromboli.core.controller.job.controller import JobController
-from stromboli.core.controller.job.quota import pod_quota_usage, quota_list
+from stromboli.core.scheduler.api.quota import pod_quota_usage, quota_list
 
 from .jobkit import Harness, Stack, node, phase, task, vcjob
 

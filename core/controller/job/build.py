@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from stromboli.core.api import constants as k
-from stromboli.core.controller.job.quota import quota_list
 from stromboli.core.controller.job.spec import JobView, TaskView
+from stromboli.core.scheduler.api.quota import quota_list
 from stromboli.core.scheduler.api.resource import Resource
 
 PriorityOf = Callable[[str], int | None]

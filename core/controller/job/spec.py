@@ -16,9 +16,9 @@ from typing import Any
 from stromboli.core.admission.jobsize import oversize
 from stromboli.core.api import constants as k
 from stromboli.core.api.registry import InvalidObjectError, validate_object
-from stromboli.core.controller.job.quota import pod_quota_usage
 from stromboli.core.controller.job.state import JobFacts, TaskFacts
 from stromboli.core.scheduler.api.pod import pod_requests
+from stromboli.core.scheduler.api.quota import pod_quota_usage
 from stromboli.core.scheduler.api.resource import Resource
 
 

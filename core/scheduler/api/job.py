@@ -78,6 +78,9 @@ class JobInfo:
     min_available: int
     podgroup: dict
     creation: str
+    #: ``podgroup`` is the scheduler's own (a plain pod's, ``--plain-pod-groups=memory``):
+    #: nothing about it is written to the cluster.
+    in_memory: bool = False
     min_task_member: dict[str, int] = field(default_factory=dict)
     min_resources: Resource | None = None
     preemptable: bool = False
