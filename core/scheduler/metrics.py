@@ -178,6 +178,13 @@ class SchedulerMetrics:
             ["kind"],
             registry=r,
         )
+        self.events_dropped = Counter(
+            "stromboli_events_dropped_total",
+            "Events not written, by why: spam (client-go's per-object filter) or backlog (more "
+            "distinct events waiting than the writers' bound)",
+            ["reason"],
+            registry=r,
+        )
         self.config_skipped = Series(
             Gauge(
                 "stromboli_scheduler_config_skipped",

@@ -21,15 +21,14 @@ from stromboli.core.events import EventRecorder
 from stromboli.core.informer import Informer
 from stromboli.core.logsetup import V
 from stromboli.core.scheduler.api.job import TaskInfo
-from stromboli.core.scheduler.api.plaingroup import OBJECT, PlainPodGroups
 from stromboli.core.scheduler.api.status import TaskStatus
+from stromboli.core.scheduler.arrivals import Arrivals
 from stromboli.core.scheduler.cache import WATCHED_KINDS, SchedulerCache
 from stromboli.core.scheduler.conf import ConfigSource
 from stromboli.core.scheduler.deviceconfig import DeviceConfigSource
 from stromboli.core.scheduler.framework.outcome import EvictionRecord
 from stromboli.core.scheduler.framework.plugin import ACTIONS, Action
 from stromboli.core.scheduler.framework.session import Session
-from stromboli.core.scheduler.memorygroups import keep_in_memory
 from stromboli.core.scheduler.status import collect
 from stromboli.core.scheduler.writer import StatusWriter, WriteReport
 
@@ -145,17 +144,19 @@ class Scheduler:
         scheduler_names: tuple[str, ...] = (k.DEFAULT_SCHEDULER_NAME,),
         default_queue: str = k.DEFAULT_QUEUE,
         bind_concurrency: int = 16,
-        plain_pod_groups: PlainPodGroups = OBJECT,
+        recorder: EventRecorder | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
         self.config = config
         self.default_queue = default_queue
-        self.cache = SchedulerCache(scheduler_names, plain_pod_groups)
+        self.cache = SchedulerCache(scheduler_names)
+        #: New work seen by the watch since the last snapshot (the loop's early cycles).
+        self.arrivals = Arrivals(self.cache.scheduler_names)
         self.informer = Informer(
-            store, WATCHED_KINDS, self.cache.apply, quarantine=self.cache.quarantine
+            store, WATCHED_KINDS, self._intake, quarantine=self.cache.quarantine
         )
-        recorder = EventRecorder(store, clock, k.DEFAULT_SCHEDULER_NAME)
+        recorder = recorder or EventRecorder(store, clock, k.DEFAULT_SCHEDULER_NAME)
         self.writer = StatusWriter(store, clock, recorder, bind_concurrency)
         self.device_configs = DeviceConfigSource(store, clock)
         self._actions: dict[str, Action] = {}
@@ -176,6 +177,10 @@ class Scheduler:
             except ConflictError:
                 continue  # the queue controller wrote its status first: the state it wants stands
         await self.informer.start()
+
+    def _intake(self, kind: tuple[str, str], event_type: str, obj: dict) -> None:
+        self.cache.apply(kind, event_type, obj)
+        self.arrivals.notice(kind, event_type, obj)
 
     def action(self, name: str) -> Action:
         action = self._actions.get(name)
@@ -217,6 +222,7 @@ class Scheduler:
         decisions_started = time.perf_counter()
         stats.intake_seconds = decisions_started - started
         config = self.config.current()
+        self.arrivals.clear()  # what arrives from here on is the next cycle's
         snapshot = self.cache.snapshot()
         snapshot.device_configs = await self.device_configs.refresh(config)
         now = self.clock.now()
@@ -252,7 +258,6 @@ class Scheduler:
         ssn.close()
         close_seconds = time.perf_counter() - close_started
         changes = collect(ssn, format_time(now))
-        keep_in_memory(changes, ssn.jobs, self.cache)
         await self.writer.write(changes)
         for job, error in ssn.outcome.set_aside:
             self.cache.quarantine.reject(job.podgroup, error, "PodGroup")

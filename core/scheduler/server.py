@@ -1,15 +1,18 @@
 """``stromboli scheduler``: the scheduling loop on a live cluster.
 
 The same ``Scheduler`` the simulator drives, fed by watches instead of a virtual clock: every
-``schedule_period`` one cycle runs over the cache. Metrics and health are served over HTTP; with
-leader election only the Lease holder schedules, and a process that loses the Lease stops. A
-SIGTERM lets the current cycle finish, then releases the Lease and closes the watches.
+``schedule_period`` one cycle runs over the cache, and sooner when new work arrives (a pending
+pod or a PodGroup, seen by the watch), though never less than ``early_cycle_gap`` (nor less than
+the last cycle took) after the previous one ended, so that a pod created into a cluster with room
+waits a few milliseconds, not half a period. Events are written in the background. Metrics and
+health are served over HTTP; with leader election only the Lease holder schedules, and a process
+that loses the Lease stops. A SIGTERM lets the current cycle finish, then releases the Lease and
+closes the watches.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from dataclasses import dataclass
@@ -18,10 +21,10 @@ from stromboli.core.api import constants as k
 from stromboli.core.clock import Clock, SystemClock
 from stromboli.core.cluster.errors import ApiError
 from stromboli.core.cluster.store import ClusterStore
+from stromboli.core.eventbroadcast import EventBroadcaster
 from stromboli.core.httpserve import Endpoint, start_process_endpoints
 from stromboli.core.leaderelection import LeaderElector
 from stromboli.core.logsetup import settings_of
-from stromboli.core.scheduler.api.plaingroup import OBJECT, PlainPodGroups
 from stromboli.core.scheduler.conf import ConfigSource
 from stromboli.core.scheduler.metrics import SchedulerMetrics
 from stromboli.core.scheduler.scheduler import Scheduler
@@ -50,8 +53,8 @@ class SchedulerOptions:
     #: ``(namespace, name)`` of the ConfigMap the configuration file comes from: skipped
     #: plugins and arguments are posted there as Warning events. ``None``: no events.
     config_map: tuple[str, str] | None = None
-    #: Where plain pods' groups live (``--plain-pod-groups``); must match the controller's.
-    plain_pod_groups: PlainPodGroups = OBJECT
+    #: Seconds after a cycle before new work may start the next one early; 0: only on period.
+    early_cycle_gap: float = 0.02
 
 
 def start_settings(options: SchedulerOptions, config: ConfigSource) -> dict[str, object]:
@@ -81,6 +84,8 @@ class SchedulerServer:
         self.clock = clock or SystemClock()
         self.metrics = SchedulerMetrics()
         self.config = config or ConfigSource(options.scheduler_conf, strict=options.strict_config)
+        self.events = EventBroadcaster(store, self.clock, k.DEFAULT_SCHEDULER_NAME)
+        self.events.on_drop = lambda why: self.metrics.events_dropped.labels(why).inc()
         self._reported_generation = 0
         self.scheduler = Scheduler(
             store,
@@ -89,11 +94,13 @@ class SchedulerServer:
             options.scheduler_names,
             options.default_queue,
             options.bind_concurrency,
-            options.plain_pod_groups,
+            recorder=self.events,
         )
         self.scheduler.cache.quarantine.counter = self.metrics.invalid_objects
         self.stopping = asyncio.Event()
         self.cycles = 0
+        #: Cycles started before their period ended, because new work arrived.
+        self.early_cycles = 0
         self._last_cycle = time.monotonic()
         self.endpoints: list[Endpoint] = []
         self.elector: LeaderElector | None = None
@@ -172,13 +179,13 @@ class SchedulerServer:
                 if task is not None:
                     task.cancel()
             await self.scheduler.informer.stop()
+            await self.events.close()
             if self.elector is not None:
                 await self.elector.release()
             for endpoint in self.endpoints:
                 await endpoint.stop()
 
     async def _loop(self, renewing: asyncio.Task | None) -> None:
-        period = self.options.schedule_period
         while not self.stopping.is_set():
             if renewing is not None and renewing.done():
                 raise LostLeadership("another scheduler holds the lease")
@@ -196,7 +203,35 @@ class SchedulerServer:
                 await self.report_config()
             self.cycles += 1
             self._last_cycle = time.monotonic()
-            remaining = period - (self._last_cycle - started)
-            if remaining > 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.stopping.wait(), remaining)
+            if await self._wait_for_next(started, self._last_cycle):
+                self.early_cycles += 1
+
+    async def _wait_for_next(self, started: float, ended: float) -> bool:
+        """Wait until the period that began at ``started`` is over, or until new work arrived
+        and the gap after ``ended`` has passed; True when the next cycle starts early."""
+        deadline = started + self.options.schedule_period
+        gap = self.options.early_cycle_gap
+        earliest = ended + max(gap, ended - started)  # busy cycles are not run back to back
+        arrivals = self.scheduler.arrivals
+        while not self.stopping.is_set():
+            now = time.monotonic()
+            if now >= deadline:
+                return False
+            if gap > 0 and arrivals.is_set():
+                if now >= earliest:
+                    return True
+                await self._sleep(min(earliest, deadline) - now)
+            else:
+                await self._sleep(deadline - now, arrivals.event if gap > 0 else None)
+        return False
+
+    async def _sleep(self, seconds: float, wake: asyncio.Event | None = None) -> None:
+        """Sleep up to ``seconds``, returning early on ``stop()`` or when ``wake`` is set."""
+        waits = [asyncio.ensure_future(self.stopping.wait())]
+        if wake is not None:
+            waits.append(asyncio.ensure_future(wake.wait()))
+        try:
+            await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiting in waits:
+                waiting.cancel()
