@@ -21,6 +21,7 @@ from stromboli.core.events import EventRecorder
 from stromboli.core.informer import Informer
 from stromboli.core.logsetup import V
 from stromboli.core.scheduler.api.job import TaskInfo
+from stromboli.core.scheduler.api.plaingroup import OBJECT, PlainPodGroups
 from stromboli.core.scheduler.api.status import TaskStatus
 from stromboli.core.scheduler.arrivals import Arrivals
 from stromboli.core.scheduler.cache import WATCHED_KINDS, SchedulerCache
@@ -29,6 +30,7 @@ from stromboli.core.scheduler.deviceconfig import DeviceConfigSource
 from stromboli.core.scheduler.framework.outcome import EvictionRecord
 from stromboli.core.scheduler.framework.plugin import ACTIONS, Action
 from stromboli.core.scheduler.framework.session import Session
+from stromboli.core.scheduler.memorygroups import keep_in_memory
 from stromboli.core.scheduler.status import collect
 from stromboli.core.scheduler.writer import StatusWriter, WriteReport
 
@@ -144,13 +146,14 @@ class Scheduler:
         scheduler_names: tuple[str, ...] = (k.DEFAULT_SCHEDULER_NAME,),
         default_queue: str = k.DEFAULT_QUEUE,
         bind_concurrency: int = 16,
+        plain_pod_groups: PlainPodGroups = OBJECT,
         recorder: EventRecorder | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
         self.config = config
         self.default_queue = default_queue
-        self.cache = SchedulerCache(scheduler_names)
+        self.cache = SchedulerCache(scheduler_names, plain_pod_groups)
         #: New work seen by the watch since the last snapshot (the loop's early cycles).
         self.arrivals = Arrivals(self.cache.scheduler_names)
         self.informer = Informer(
@@ -258,6 +261,7 @@ class Scheduler:
         ssn.close()
         close_seconds = time.perf_counter() - close_started
         changes = collect(ssn, format_time(now))
+        keep_in_memory(changes, ssn.jobs, self.cache)
         await self.writer.write(changes)
         for job, error in ssn.outcome.set_aside:
             self.cache.quarantine.reject(job.podgroup, error, "PodGroup")

@@ -25,6 +25,7 @@ from stromboli.core.eventbroadcast import EventBroadcaster
 from stromboli.core.httpserve import Endpoint, start_process_endpoints
 from stromboli.core.leaderelection import LeaderElector
 from stromboli.core.logsetup import settings_of
+from stromboli.core.scheduler.api.plaingroup import OBJECT, PlainPodGroups
 from stromboli.core.scheduler.conf import ConfigSource
 from stromboli.core.scheduler.metrics import SchedulerMetrics
 from stromboli.core.scheduler.scheduler import Scheduler
@@ -53,6 +54,8 @@ class SchedulerOptions:
     #: ``(namespace, name)`` of the ConfigMap the configuration file comes from: skipped
     #: plugins and arguments are posted there as Warning events. ``None``: no events.
     config_map: tuple[str, str] | None = None
+    #: Where plain pods' groups live (``--plain-pod-groups``); must match the controller's.
+    plain_pod_groups: PlainPodGroups = OBJECT
     #: Seconds after a cycle before new work may start the next one early; 0: only on period.
     early_cycle_gap: float = 0.02
 
@@ -94,6 +97,7 @@ class SchedulerServer:
             options.scheduler_names,
             options.default_queue,
             options.bind_concurrency,
+            options.plain_pod_groups,
             recorder=self.events,
         )
         self.scheduler.cache.quarantine.counter = self.metrics.invalid_objects
