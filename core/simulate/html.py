@@ -2,8 +2,10 @@
 
 No scripts, stylesheets or fonts from elsewhere (the page must open offline): inline CSS and
 SVG charts drawn here. Charts are step lines, since each timeline sample holds until the next:
-cluster utilisation (cpu, memory), pending and running pods, and per queue the dominant share
-held (solid) and deserved (dashed). Every piece of text from the simulation is escaped.
+cluster utilisation (cpu, memory), pending and running pods, per queue the dominant share
+held (solid) and deserved (dashed), and with GPUs their allocation, fragmentation and cards;
+the per-node GPU map draws each card's memory as a bar. Every piece of text from the
+simulation is escaped.
 """
 
 from __future__ import annotations
@@ -16,6 +18,16 @@ from itertools import pairwise
 from pathlib import Path
 
 from stromboli.core.simulate.engine import SimulationResult
+from stromboli.core.simulate.gpu_figures import (
+    cores_text,
+    format_cards,
+    gpu_samples,
+    holders_text,
+    most_fragmented,
+    short_model,
+    summaries,
+)
+from stromboli.core.simulate.gpus import CardView, GpuSample, NodeGpus, sampler_for
 from stromboli.core.simulate.jobs import (
     Figures,
     figures,
@@ -69,6 +81,7 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 svg.chart { font-size: 11px; font-family: inherit; }
 svg.chart .grid { stroke: #e5e5e5; }
 svg.chart .axis { stroke: #888; }
+svg.bar { vertical-align: middle; }
 .phase-Completed { color: #2c7a2c; } .phase-Running { color: #1f6fb4; }
 .phase-Failed, .phase-Aborted, .phase-Terminated { color: #c33; }
 .phase-Pending, .phase-Inqueue { color: #a66a00; }
@@ -261,6 +274,71 @@ def charts(timeline: Sequence[Sample]) -> str:
     return "\n".join(out)
 
 
+def gpu_charts(samples: Sequence[GpuSample]) -> str:
+    """GPU allocation (share of the cards, memory, cores), fragmentation, and counts of whole,
+    shared and MIG-split cards over time."""
+    if not samples:
+        return ""
+    t0, t1 = samples[0].time, samples[-1].time
+    if t1 <= t0:
+        t1 = t0 + 1.0
+    out: list[str] = []
+    shares = [
+        Series(
+            "gpu:allocated",
+            "allocated (share of cards)",
+            PALETTE[0],
+            [(s.time, s.allocated / s.gpus if s.gpus else 0.0) for s in samples],
+        ),
+        Series("gpu:memory", "gpu memory used", PALETTE[1], [(s.time, s.memory) for s in samples]),
+        Series("gpu:cores", "vgpu cores used", PALETTE[2], [(s.time, s.cores) for s in samples]),
+    ]
+    chart = svg_chart(shares, t0, t1, 1.0, format_percent, 0.25, "GPU allocation over time")
+    out.append(_figure("GPU allocation over time (share of capacity)", chart, shares))
+    frag = [
+        Series(
+            "gpu:fragmentation",
+            "fragmentation (share of free GPU)",
+            PALETTE[3],
+            [(s.time, s.fragmentation) for s in samples],
+        ),
+        Series(
+            "gpu:fragmented-share",
+            "fragmented (share of all cards)",
+            PALETTE[4],
+            [(s.time, s.fragmented / s.gpus if s.gpus else 0.0) for s in samples],
+            True,
+        ),
+    ]
+    chart = svg_chart(frag, t0, t1, 1.0, format_percent, 0.25, "GPU fragmentation over time")
+    out.append(
+        _figure(
+            "GPU fragmentation over time (free GPU the pods seen so far cannot use)", chart, frag
+        )
+    )
+    counts = [
+        Series("gpu:whole", "cards held whole", PALETTE[5], [(s.time, s.whole) for s in samples]),
+        Series(
+            "gpu:shared-cards",
+            "shared cards",
+            PALETTE[6],
+            [(s.time, float(s.shared_cards)) for s in samples],
+        ),
+        Series(
+            "gpu:mig-instances",
+            "MIG instances",
+            PALETTE[9],
+            [(s.time, float(s.mig_instances)) for s in samples],
+        ),
+    ]
+    peak = max(max(s.whole, s.shared_cards, s.mig_instances) for s in samples)
+    step = max(_nice_step(max(peak, 1), 4), 1.0)
+    top = max(math.ceil(peak / step), 1) * step
+    chart = svg_chart(counts, t0, t1, top, lambda v: f"{v:.0f}", step, "GPU cards over time")
+    out.append(_figure("Cards held whole, shared cards and MIG instances", chart, counts))
+    return "\n".join(out)
+
+
 # -- tables -----------------------------------------------------------------------------------
 
 
@@ -402,6 +480,83 @@ def made_html(made: list[MadeJobs]) -> str:
     return _table(["kind", "made by", "jobs", "stored"], rows, {2, 3}) + note
 
 
+def gpu_summary_html(samples: Sequence[GpuSample]) -> str:
+    rows = []
+    for row in summaries(samples):
+        metric = row.metric
+        show = format_percent if metric.fraction else format_cards
+        rows.append([metric.label, show(row.mean), show(row.peak), show(row.end)])
+    return _table(["", "mean", "peak", "end"], rows, {1, 2, 3})
+
+
+def _bar(card: CardView) -> str:
+    """The card's memory as a bar: used part filled, a MIG card's instances marked."""
+    width, height = 120, 12
+    used = card.memory_used / card.memory_total if card.memory_total else 0.0
+    fill = round(min(max(used, 0.0), 1.0) * width, 1)
+    color = PALETTE[4] if card.mode == "mig" else PALETTE[0]
+    return (
+        f'<svg class="bar" width="{width}" height="{height}" role="img">'
+        f"<title>{escape(f'{card.memory_used}/{card.memory_total} MiB')}</title>"
+        f'<rect width="{width}" height="{height}" fill="#eee"/>'
+        f'<rect width="{fill}" height="{height}" fill="{color}"/></svg>'
+    )
+
+
+def gpu_map_html(nodes: Sequence[NodeGpus]) -> str:
+    """Every GPU node's cards at the end, the most fragmented nodes first."""
+    body = []
+    for node in most_fragmented(nodes, None):
+        rows = len(node.cards) + (node.whole is not None)
+        head = (
+            f'<td rowspan="{rows}">{escape(node.name)}</td>'
+            f'<td class="num" rowspan="{rows}">{escape(format_cards(node.fragmented))}</td>'
+        )
+        for card in node.cards:
+            model = short_model(card.model) or card.mode
+            mig = f" (MIG {card.mig_group or 'unsplit'})" if card.mode == "mig" else ""
+            body.append(
+                f'<tr data-node="{escape(node.name)}">{head}'
+                f"<td>{escape(f'{card.index} {model}{mig}')}</td>"
+                f"<td>{_bar(card)} {escape(f'{card.memory_used}/{card.memory_total}')}</td>"
+                f'<td class="num">{escape(cores_text(card))}</td>'
+                f"<td>{escape(holders_text(card))}</td></tr>"
+            )
+            head = ""
+        if node.whole is not None:
+            whole = node.whole
+            pods = ", ".join(f"{p} ({format_cards(n)})" for p, n in whole.pods) or "-"
+            label = f"{format_cards(whole.total)}× {short_model(whole.model) or 'nvidia.com/gpu'}"
+            body.append(
+                f'<tr data-node="{escape(node.name)}">{head}<td>{escape(label)}</td>'
+                f"<td>{escape(format_cards(whole.used))} used</td><td>-</td>"
+                f"<td>{escape(pods)}</td></tr>"
+            )
+    return (
+        '<table class="gpu-map"><thead><tr><th>node</th><th class="num">fragmented</th>'
+        "<th>card</th><th>memory MiB (used/total)</th><th>cores</th><th>held by</th></tr>"
+        f"</thead><tbody>{''.join(body)}</tbody></table>"
+        '<p class="caption">fragmented: free GPU capacity (cards) on the node that the pods '
+        "seen so far could not use.</p>"
+    )
+
+
+def gpu_sections(result: SimulationResult) -> list[str]:
+    """GPU figures, charts over time and the per-node map; nothing without GPUs."""
+    samples = gpu_samples(result)
+    if not samples:
+        return []
+    out = [
+        f"<h2>GPUs over time ({escape(format_cards(samples[-1].gpus))} cards)</h2>",
+        gpu_summary_html(samples),
+        gpu_charts(samples),
+    ]
+    nodes = sampler_for(result.scheduler).node_map(result.scheduler)
+    if nodes:
+        out += [f"<h2>GPU map at the end ({len(nodes)} nodes)</h2>", gpu_map_html(nodes)]
+    return out
+
+
 def outcome_sections(result: SimulationResult, final: dict, fig: Figures) -> list[str]:
     """Jobs that never started, evictions, and jobs made by JobFlows and CronJobs."""
     out: list[str] = []
@@ -444,6 +599,7 @@ def render_html(result: SimulationResult, final: dict) -> str:
         f"<h2>{escape(pending_title)}</h2>",
         pending_html(fig),
         charts(result.timeline),
+        *gpu_sections(result),
         "</body></html>",
     ]
     return "\n".join(sections) + "\n"

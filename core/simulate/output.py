@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from stromboli.core.api.registry import known_kinds
 from stromboli.core.cluster.memory import MemoryStore
+from stromboli.core.simulate.engine import SimulationResult
+from stromboli.core.simulate.gpu_figures import gpu_document
 from stromboli.core.simulate.inert import BUILTIN_KINDS
 from stromboli.integrations.kinds import FRAMEWORK_KINDS
 
@@ -37,3 +39,15 @@ async def as_list(store: MemoryStore) -> dict:
         "metadata": {"resourceVersion": ""},
         "items": await final_objects(store),
     }
+
+
+#: Key of the simulator's GPU figures in the output ``List`` (beside ``items``), present when
+#: some node had GPUs; ``kubectl`` reads a ``List`` by its items and ignores it.
+GPU_KEY = "gpu"
+
+
+def with_gpu(final: dict, result: SimulationResult) -> dict:
+    """``final`` with the GPU figures (over time, per node) under :data:`GPU_KEY`, when the
+    cluster had GPUs."""
+    document = gpu_document(result)
+    return final if document is None else {**final, GPU_KEY: document}

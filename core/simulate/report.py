@@ -9,6 +9,21 @@ from rich.text import Text
 
 from stromboli.core.clock import EPOCH, parse_time
 from stromboli.core.simulate.engine import SimulationResult
+from stromboli.core.simulate.gpu_figures import (
+    ALWAYS_SHOWN,
+    DEFAULT_MAP_NODES,
+    cores_text,
+    format_cards,
+    format_metric,
+    gpu_samples,
+    holders_text,
+    mig_text,
+    most_fragmented,
+    pod_label,
+    short_model,
+    summaries,
+)
+from stromboli.core.simulate.gpus import GpuSample, NodeGpus, sampler_for
 from stromboli.core.simulate.jobs import (
     Figures,
     figures,
@@ -140,6 +155,83 @@ def utilisation_table(fig: Figures) -> Table:
     return table
 
 
+def gpu_table(samples: list[GpuSample]) -> Table:
+    """GPU allocation and fragmentation over the run: mean, peak, end and a sparkline."""
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        title=f"GPUs over time ({format_cards(samples[-1].gpus)} cards)",
+        title_justify="left",
+        caption="fragmentation: share of free GPU capacity the pods seen so far could not use "
+        "(FGD's measure); over: each bar a time-weighted mean, scaled to the peak",
+        caption_justify="left",
+    )
+    table.add_column("")
+    table.add_column("mean", justify="right")
+    table.add_column("peak", justify="right")
+    table.add_column("end", justify="right")
+    table.add_column("over time", no_wrap=True)
+    for row in summaries(samples):
+        metric = row.metric
+        if row.peak <= 0 and metric.key not in ALWAYS_SHOWN:
+            continue  # no MIG card, no whole GPU, ...: a row of zeros says nothing
+        table.add_row(
+            metric.label,
+            format_metric(metric, row.mean),
+            format_metric(metric, row.peak),
+            format_metric(metric, row.end),
+            row.spark,
+        )
+    return table
+
+
+def gpu_map_table(nodes: list[NodeGpus], limit: int | None) -> Table:
+    """Each GPU node's cards at the end; ``limit`` nodes, the most fragmented first."""
+    shown = most_fragmented(nodes, limit)
+    title = f"GPU map at the end ({_plural(len(nodes), 'node')}"
+    title += ")" if len(shown) == len(nodes) else f"; the {len(shown)} most fragmented)"
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, title=title, title_justify="left")
+    table.add_column("node", overflow="fold", max_width=20)
+    table.add_column("frag", justify="right")
+    table.add_column("card", overflow="fold", max_width=24)
+    table.add_column("mem MiB", justify="right", no_wrap=True)
+    table.add_column("cores", justify="right", no_wrap=True)
+    table.add_column("held by", overflow="fold", min_width=20, ratio=1)
+    for node in shown:
+        first = True
+        for card in node.cards:
+            model = short_model(card.model) or card.mode
+            table.add_row(
+                node.name if first else "",
+                format_cards(node.fragmented) if first else "",
+                f"{card.index} {model}{mig_text(card)}" + ("" if card.healthy else " (unhealthy)"),
+                f"{card.memory_used}/{card.memory_total}",
+                cores_text(card),
+                holders_text(card, short=True),
+            )
+            first = False
+        if node.whole is not None:
+            whole = node.whole
+            pods = ", ".join(f"{pod_label(p)} ({format_cards(n)})" for p, n in whole.pods)
+            table.add_row(
+                node.name if first else "",
+                "-" if first else "",
+                f"{format_cards(whole.total)}× {short_model(whole.model) or 'nvidia.com/gpu'}",
+                f"{format_cards(whole.used)} used",
+                "-",
+                pods or "-",
+            )
+    caption = "frag: free GPU (cards) the pods seen so far cannot use; mem: used/total"
+    if len(shown) < len(nodes):
+        caption = (
+            f"... and {len(nodes) - len(shown)} more nodes (--gpu-map all lists every one; "
+            f"--output json has them all). {caption}"
+        )
+    table.caption = caption
+    table.caption_justify = "left"
+    return table
+
+
 def pending_table(fig: Figures) -> Table:
     table = Table(
         box=box.SIMPLE_HEAD,
@@ -241,9 +333,15 @@ def made_table(made: list[MadeJobs]) -> Table:
     return table
 
 
-def print_report(result: SimulationResult, final: dict, console: Console | None = None) -> None:
-    """Print the report: header line, jobs, queues, utilisation, why jobs never started,
-    evictions, jobs JobFlows and CronJobs made, and why pods still wait."""
+def print_report(
+    result: SimulationResult,
+    final: dict,
+    console: Console | None = None,
+    gpu_map: int | None = DEFAULT_MAP_NODES,
+) -> None:
+    """Print the report: header line, jobs, queues, utilisation, GPUs over time and per node
+    (``gpu_map`` nodes, all when None), why jobs never started, evictions, jobs JobFlows and
+    CronJobs made, and why pods still wait."""
     console = console or Console()
     fig = figures(result, final)
     sections: list[RenderableType] = [
@@ -252,6 +350,12 @@ def print_report(result: SimulationResult, final: dict, console: Console | None 
     if fig.queues:
         sections.append(queues_table(fig))
     sections.append(utilisation_table(fig))
+    samples = gpu_samples(result)
+    if samples:
+        sections.append(gpu_table(samples))
+        nodes = sampler_for(result.scheduler).node_map(result.scheduler)
+        if nodes:
+            sections.append(gpu_map_table(nodes, gpu_map))
     waiting = waiting_jobs(result, final, fig.jobs)
     if waiting:
         sections.append(waiting_table(waiting))

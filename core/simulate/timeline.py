@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from stromboli.core.scheduler.api.resource import CPU, MEMORY, Resource
 from stromboli.core.scheduler.api.status import TaskStatus
 from stromboli.core.scheduler.scheduler import Scheduler
+from stromboli.core.simulate.gpus import GpuSample, sampler_for
 
 
 @dataclass(slots=True)
@@ -21,6 +22,8 @@ class Sample:
     #: Queue name → (share of the cluster's dominant resource it holds, share it deserves;
     #: NaN when no queue plugin of the configuration computes a deserved share, e.g. drf).
     queues: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: The cluster's GPUs (None while no node has any, or when not sampled).
+    gpu: GpuSample | None = None
 
 
 def _fraction(used: float, total: float) -> float:
@@ -33,7 +36,9 @@ def _dominant(amount: Resource, total: Resource) -> float:
     )
 
 
-def sample(now: float, scheduler: Scheduler) -> Sample:
+def sample(now: float, scheduler: Scheduler, gpus: bool = True) -> Sample:
+    """The cluster now; with ``gpus``, its GPUs too (through the scheduler's GPU sampler,
+    which keeps the workload mix of the run)."""
     cache = scheduler.cache
     nodes = cache.nodes
     total = nodes.allocatable.sum(axis=0) if len(nodes) else None
@@ -74,4 +79,5 @@ def sample(now: float, scheduler: Scheduler) -> Sample:
         pending_pods=pending,
         running_pods=running,
         queues=queues,
+        gpu=sampler_for(scheduler).sample(now, scheduler) if gpus else None,
     )

@@ -150,7 +150,7 @@ class FragmentationPlugin(Plugin):
         self.free = np.zeros((count, width), dtype=np.int32)
         for position, devices in enumerate(inventory.devices):
             if devices is not None:
-                for column, (memory, kind) in enumerate(_layout(devices)):
+                for column, (memory, kind) in enumerate(card_layout(devices)):
                     self.card_memory[position, column] = memory
                     self.card_types[position, column] = kind
         kinds: dict[tuple[int, str], int] = {(0, ""): 0}
@@ -196,7 +196,7 @@ class FragmentationPlugin(Plugin):
                 devices = self.inventory.devices[position]
                 if devices is not None:
                     self.free[position, :] = 0
-                    for column, free in enumerate(_free(devices)):
+                    for column, free in enumerate(cards_free(devices)):
                         self.free[position, column] = free
             cpu, mem = self._idle(stale)
             step = max(1, CHUNK_ELEMENTS // (max(1, mix.weights.size) * max(1, self.free.shape[1])))
@@ -356,14 +356,16 @@ def _width(devices: NodeDevices) -> int:
     return len(devices.cards) + len(devices.share)
 
 
-def _layout(devices: NodeDevices) -> list[tuple[int, str]]:
-    """(memory, model) of each card of a node: vGPU cards, then memory-share cards."""
+def card_layout(devices: NodeDevices) -> list[tuple[int, str]]:
+    """(memory, model) of each card of a node: vGPU cards, then memory-share cards (the
+    simulator's GPU report lays nodes out the same way)."""
     out = [(c.memory if c.healthy else 0, c.type) for c in devices.cards]
     out += [(c.memory if c.healthy else 0, "") for c in devices.share]
     return out
 
 
-def _free(devices: NodeDevices) -> list[int]:
+def cards_free(devices: NodeDevices) -> list[int]:
+    """Free milli of each card of a node, in :func:`card_layout`'s order."""
     out = [card_free(c) for c in devices.cards]
     out += [
         max(0, c.idle) * FULL // c.memory if c.healthy and c.memory else 0 for c in devices.share
