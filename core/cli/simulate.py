@@ -80,6 +80,21 @@ async def _simulate(
     return result, await as_list(result.store)
 
 
+def _gpu_map_nodes(value: str) -> int | None:
+    """``--gpu-map``: a node count, or None for all."""
+    if value.strip().lower() == "all":
+        return None
+    try:
+        count = int(value)
+    except ValueError:
+        count = -1
+    if count < 0:
+        raise click.BadParameter(
+            f"{value!r}: expected a number of nodes or 'all'", param_hint="--gpu-map"
+        )
+    return count
+
+
 @click.command()
 @click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
 @click.option(
@@ -143,6 +158,15 @@ async def _simulate(
 )
 @plain_pod_groups_option
 @click.option(
+    "--gpu-map",
+    "gpu_map",
+    default="10",
+    show_default=True,
+    metavar="N|all",
+    help="GPU nodes the report's per-node GPU map lists, the most fragmented first; 'all' "
+    "lists every one (--output json and --html always have them all).",
+)
+@click.option(
     "--progress/--no-progress",
     default=None,
     help="Progress bar on stderr (default: when stderr is a terminal).",
@@ -167,6 +191,7 @@ def simulate(
     progress: bool | None,
     fail_on_rejection: bool,
     example: str | None,
+    gpu_map: str,
 ) -> None:
     """Simulate FILES (Kubernetes YAML: Nodes, Queues, PodGroups, Pods, vcjobs, Deployments,
     StatefulSets, batch Jobs, CronJobs, ...) on a virtual clock.
@@ -187,6 +212,7 @@ def simulate(
             raise click.UsageError(str(err)) from None
     if not files:
         raise click.UsageError("give FILES to simulate, or --example NAME (--example list)")
+    map_nodes = _gpu_map_nodes(gpu_map)
     import orjson
     import yaml
 
@@ -233,6 +259,10 @@ def simulate(
         from stromboli.core.simulate.html import write_html
 
         write_html(Path(html_path), result, final)
+    if output:
+        from stromboli.core.simulate.output import with_gpu
+
+        final = with_gpu(final, result)
     if output == "json":
         sys.stdout.buffer.write(orjson.dumps(final, option=orjson.OPT_INDENT_2) + b"\n")
     elif output == "yaml":
@@ -240,6 +270,6 @@ def simulate(
     else:
         from stromboli.core.simulate.report import print_report
 
-        print_report(result, final)
+        print_report(result, final, gpu_map=map_nodes)
     if fail_on_rejection and result.rejections:
         raise SystemExit(1)
