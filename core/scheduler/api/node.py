@@ -16,7 +16,11 @@ import numpy as np
 
 from stromboli.core.scheduler.api.job import TaskInfo
 from stromboli.core.scheduler.api.resource import Resource, ResourceIndex
-from stromboli.core.scheduler.api.status import ALLOCATED_STATUS, TaskStatus
+from stromboli.core.scheduler.api.status import ON_NODE_STATUS, TaskStatus, members
+
+_ON_NODE = members(ON_NODE_STATUS)
+#: Request rows a table remembers by request object; forgotten all at once past this many.
+REQUEST_VECTORS = 4096
 
 
 @dataclass(slots=True, eq=False)
@@ -78,6 +82,9 @@ class NodeTable:
         self.future = np.zeros((0, width))
         #: Bumped whenever a node's use changes, so per-shape caches know which rows are stale.
         self.versions = np.zeros(0, dtype=np.int64)
+        #: Rows of shared requests (replicas of one template share one ``Resource``), by id,
+        #: with the request kept alive so that its id cannot be reused while remembered.
+        self._request_rows: dict[int, tuple[Resource, np.ndarray]] = {}
 
     _ARRAYS = ("allocatable", "used", "releasing", "pipelined", "idle_now", "future")
 
@@ -146,6 +153,7 @@ class NodeTable:
         for name in self._ARRAYS:
             setattr(table, name, getattr(self, name).copy())
         table.versions = self.versions.copy()
+        table._request_rows = dict(self._request_rows)
         return table
 
     def _refresh(self, position: int) -> None:
@@ -160,9 +168,24 @@ class NodeTable:
     # -- accounting -------------------------------------------------------------------------
 
     def task_vector(self, task: TaskInfo) -> np.ndarray:
-        if task.vector is None or task.vector.shape[0] != len(self.index):
-            task.vector = self.vector(task.init_resreq, pods=1.0)
-        return task.vector
+        """The task's scheduling request as a row (pods column 1); read-only, as it is
+        shared by every task of the same request."""
+        vector = task.vector
+        if vector is None or vector.shape[0] != len(self.index):
+            vector = task.vector = self.request_row(task.init_resreq)
+        return vector
+
+    def request_row(self, request: Resource) -> np.ndarray:
+        """``vector(request, pods=1)``, computed once per request object and width."""
+        found = self._request_rows.get(id(request))
+        if found is not None and found[0] is request and found[1].shape[0] == len(self.index):
+            return found[1]
+        row = self.vector(request, pods=1.0)
+        row.flags.writeable = False
+        if len(self._request_rows) >= REQUEST_VECTORS:
+            self._request_rows.clear()
+        self._request_rows[id(request)] = (request, row)
+        return row
 
     def add_task(self, node_name: str, task: TaskInfo) -> None:
         """Account a task on a node according to its status."""
@@ -215,4 +238,4 @@ class NodeTable:
 
 
 def is_counted_on_node(status: TaskStatus) -> bool:
-    return bool(status & (ALLOCATED_STATUS | TaskStatus.RELEASING | TaskStatus.PIPELINED))
+    return status in _ON_NODE  # a set lookup: flag arithmetic is slow, and this is per pod
