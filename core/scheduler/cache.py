@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from stromboli.core.api import constants as k
 from stromboli.core.api.keys import object_key
 from stromboli.core.quarantine import Quarantine
@@ -273,6 +275,9 @@ class SchedulerCache:
         entry = self.jobs.get(job_id)
         if entry is None or not entry.in_memory or entry.podgroup is None:
             return False
+        if status is not None:
+            # As the API server would return it: plain JSON values (no enums), a copy of its own.
+            status = orjson.loads(orjson.dumps(status))
         pg = entry.podgroup if status is None else {**entry.podgroup, "status": status}
         if annotations:
             meta = pg["metadata"]
@@ -290,7 +295,7 @@ class SchedulerCache:
                 entry.tasks.pop(task.uid, None)
                 if entry.built is not None:
                     entry.built.remove_task(task.uid)
-                if (entry.podgroup is None or entry.in_memory) and not entry.tasks:
+                if entry.podgroup is None and not entry.tasks:
                     del self.jobs[record.job_id]
         if task.node_name:
             self.nodes.remove_task(task.node_name, task)
@@ -461,12 +466,20 @@ class SchedulerCache:
 
     def snapshot(self) -> Snapshot:
         jobs: dict[str, JobInfo] = {}
+        emptied: list[str] = []
         for job_id, entry in self.jobs.items():
+            if entry.in_memory and not entry.tasks:
+                # Dropped here, not when its last pod goes: a pod's every update leaves and
+                # rejoins its group, which must keep its phase meanwhile.
+                emptied.append(job_id)
+                continue
             if entry.built is None:
                 entry.built = self.job_info(job_id, entry)
             job = entry.built
             if job is not None and job.queue in self.queues:
                 jobs[job_id] = job.clone()
+        for job_id in emptied:
+            del self.jobs[job_id]
         nodes = self.nodes.copy()
         # Session tasks are clones: point the node maps at them so state stays in one place.
         for job in jobs.values():
