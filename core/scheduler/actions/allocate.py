@@ -9,6 +9,7 @@ so a partial gang is never bound.
 
 from __future__ import annotations
 
+import functools
 from typing import ClassVar
 
 import numpy as np
@@ -22,6 +23,15 @@ from stromboli.core.scheduler.framework.filters import FitErrors
 from stromboli.core.scheduler.framework.plugin import Action
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.framework.statement import Statement
+from stromboli.core.scheduler.util.hypernode_search import (
+    NEITHER,
+    PIPELINED,
+    READY,
+    Prospects,
+    best_of,
+    level_rows,
+    prospects,
+)
 from stromboli.core.scheduler.util.hypernodes import (
     gradients,
     job_anchor,
@@ -114,6 +124,9 @@ class AllocateAction(Action):
                 ssn.outcome.set_aside.append((job, err))
             plan.requeue(queue)
 
+    #: Try every HyperNode of a tier instead of the bounded search (tests compare the two).
+    exhaustive_search: ClassVar[bool] = False
+
     @staticmethod
     def allocate_job(
         ssn: Session,
@@ -125,16 +138,19 @@ class AllocateAction(Action):
     ) -> None:
         failed_roles = set() if failed_roles is None else failed_roles
         domain: tuple[str, np.ndarray] | None = None
+        stmt: Statement | None = None
         if network_topology(job) is not None:
-            domain = AllocateAction._choose_hypernode(ssn, queue, job)
-            if domain is None:
+            choice = AllocateAction._choose_hypernode(ssn, queue, job, tasks, jobs, failed_roles)
+            if choice is None:
                 return
-        stmt = ssn.statement()
-        try:
-            AllocateAction._fill(ssn, queue, job, tasks, jobs, failed_roles, stmt, domain)
-        except Exception:
-            stmt.discard()
-            raise
+            domain, stmt = choice
+        if stmt is None:
+            stmt = ssn.statement()
+            try:
+                AllocateAction._fill(ssn, queue, job, tasks, jobs, failed_roles, stmt, domain)
+            except Exception:
+                stmt.discard()
+                raise
         if ready(ssn, job):
             stmt.commit("allocate")
             if domain is not None:
@@ -144,14 +160,21 @@ class AllocateAction(Action):
 
     @staticmethod
     def _choose_hypernode(
-        ssn: Session, queue: QueueInfo, job: JobInfo
-    ) -> tuple[str, np.ndarray] | None:
-        """The HyperNode a job with ``networkTopology`` goes into, or None to leave it pending.
+        ssn: Session,
+        queue: QueueInfo,
+        job: JobInfo,
+        tasks: PriorityQueue[TaskInfo],
+        jobs: PriorityQueue[JobInfo],
+        failed_roles: set[str],
+    ) -> tuple[tuple[str, np.ndarray], Statement | None] | None:
+        """The HyperNode a job with ``networkTopology`` goes into (with the job's placement
+        there when the last trial already made it), or None to leave it pending.
 
-        Tiers are tried from the lowest the job may use; in a tier each HyperNode gets a trial
-        placement (undone at once) and the best-scoring one where the gang is ready wins (one
-        where it is only pipelined when none is ready). So a hard job is never placed across
-        a tier it may not span, and a soft one lands in the lowest tier that holds it.
+        Tiers are tried from the lowest the job may use; in a tier the best-scoring HyperNode
+        where a trial placement (undone) makes the gang ready wins, one where it is only
+        pipelined when none is ready. So a hard job is never placed across a tier it may not
+        span, and a soft one lands in the lowest tier that holds it. Which HyperNodes need a
+        trial is decided by ``util/hypernode_search``.
         """
         tree = session_tree(ssn)
         topology = job_topology(job, tree)
@@ -159,37 +182,33 @@ class AllocateAction(Action):
         anchor = job_anchor(job, tree)
         waiting = pending_tasks(job)
         table = ssn.nodes
-        for level in gradients(topology, tree, anchor):
-            best: tuple[int, float, str] | None = None
-            for name in level:
-                mask = tree.mask(name, table.position, len(table))
-                trial = ssn.statement()
-                try:
-                    AllocateAction._fill(
-                        ssn,
-                        queue,
-                        job,
-                        PriorityQueue(ssn.task_less, waiting),
-                        PriorityQueue(ssn.job_less, []),
-                        set(),
-                        trial,
-                        (name, mask),
+        trials = _Trials(ssn, queue, job, waiting)
+        fast = not AllocateAction.exhaustive_search and not has_subgroups(job)
+        try:
+            for level in gradients(topology, tree, anchor):
+                rows = level_rows(ssn, tree, level) if fast and len(level) > 1 else None
+                known = None if rows is None else prospects(ssn, job, rows, waiting)
+                if known is None:
+                    known = Prospects(
+                        np.full(len(level), np.inf),
+                        np.ones(len(level), dtype=bool),
+                        np.ones(len(level), dtype=bool),
                     )
-                    rank = 2 if ready(ssn, job) else 0
-                    if not rank and trial.operations and ssn.job_pipelined(job):
-                        rank = 1
-                    score = ssn.hyper_node_score(job, name, np.flatnonzero(mask)) if rank else 0.0
-                finally:
-                    trial.discard()
-                for task in waiting:  # a trial placement is no hint where the task could go
-                    task.last_status, task.last_node = None, ""
-                if rank and (best is None or (rank, score) > best[:2]):
-                    best = (rank, score, name)
-            if best is not None:
+                chosen = best_of(
+                    known.bounds,
+                    known.can_ready,
+                    known.can_place,
+                    functools.partial(trials.run_at, level),
+                )
+                if chosen is None:
+                    continue
+                name = level[chosen]
+                kept = trials.keep(name, tasks, jobs, failed_roles)
                 for uid in [t.uid for t in waiting]:
                     job.fit_errors.pop(uid, None)
-                name = best[2]
-                return name, tree.mask(name, table.position, len(table))
+                return (name, tree.mask(name, table.position, len(table))), kept
+        finally:
+            trials.close()
         where = f"hyperNode {anchor}" if anchor else "any hyperNode"
         job.job_fit_error = (
             f"the gang does not fit in {where} of tier <= {topology.highest_tier} "
@@ -239,3 +258,84 @@ class AllocateAction(Action):
             if ssn.job_ready(job) and tasks:
                 jobs.push(job)
                 break
+
+
+class _Trials:
+    """Trial placements of one job, one HyperNode at a time; the latest stays in place until
+    the next trial (or :meth:`close`), so that the chosen one, when it was the latest, is
+    kept instead of undone and placed again the same way."""
+
+    def __init__(self, ssn: Session, queue: QueueInfo, job: JobInfo, waiting: list[TaskInfo]):
+        self.ssn, self.queue, self.job, self.waiting = ssn, queue, job, waiting
+        self.open: Statement | None = None
+        self.name = ""
+        #: Of the open trial: tasks taken from its queue, and whether it re-queued the job.
+        self.taken = 0
+        self.requeued = False
+        self.ready = False
+
+    def run_at(self, level: list[str], i: int) -> tuple[int, float]:
+        return self.run(level[i])
+
+    def run(self, name: str) -> tuple[int, float]:
+        self.close()
+        ssn, job = self.ssn, self.job
+        table = ssn.nodes
+        mask = session_tree(ssn).mask(name, table.position, len(table))
+        trial = ssn.statement()
+        queue = PriorityQueue(ssn.task_less, self.waiting)
+        requeue: PriorityQueue[JobInfo] = PriorityQueue(ssn.job_less, [])
+        try:
+            AllocateAction._fill(ssn, self.queue, job, queue, requeue, set(), trial, (name, mask))
+            rank = READY if ready(ssn, job) else NEITHER
+            if not rank and trial.operations and ssn.job_pipelined(job):
+                rank = PIPELINED
+            score = ssn.hyper_node_score(job, name, np.flatnonzero(mask)) if rank else 0.0
+        except Exception:
+            self._undo(trial)
+            raise
+        self.open, self.name = trial, name
+        self.taken, self.requeued = len(self.waiting) - len(queue), bool(requeue)
+        self.ready = rank == READY
+        return rank, score
+
+    def keep(
+        self,
+        name: str,
+        tasks: PriorityQueue[TaskInfo],
+        jobs: PriorityQueue[JobInfo],
+        failed_roles: set[str],
+    ) -> Statement | None:
+        """The open trial as the job's placement in ``name`` when it is exactly what placing
+        the job there would do (the same tasks to place, each placed); else None."""
+        trial = self.open
+        if (
+            trial is None
+            or self.name != name
+            or not self.ready
+            or failed_roles
+            or len(tasks) != len(self.waiting)
+            or len(trial.operations) != self.taken
+        ):
+            return None
+        taken = [tasks.pop() for _ in range(self.taken)]
+        if [t.uid for t in taken] != [op.task.uid for op in trial.operations]:
+            for task in taken:  # a task order that is not total: place the job afresh
+                tasks.push(task)
+            return None
+        if self.requeued:
+            jobs.push(self.job)
+        self.open = None
+        for task in self.waiting:  # as after an undone trial
+            task.last_status, task.last_node = None, ""
+        return trial
+
+    def close(self) -> None:
+        if self.open is not None:
+            trial, self.open = self.open, None
+            self._undo(trial)
+
+    def _undo(self, trial: Statement) -> None:
+        trial.discard()
+        for task in self.waiting:  # a trial placement is no hint where the task could go
+            task.last_status, task.last_node = None, ""

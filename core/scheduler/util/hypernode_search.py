@@ -1,0 +1,199 @@
+"""Choosing a gang's HyperNode in one tier with few trial placements.
+
+The rule (``actions/allocate``): every HyperNode of the tier gets a trial placement; the best
+(rank, score) wins, rank 2 where the gang is ready, 1 where it is only pipelined, ties to the
+first by name. Trying all of them costs a whole gang placement per HyperNode. The outcome is
+the same when candidates are tried best bound first and the search stops once a ready one
+scores above every bound left, with three facts known without a trial:
+
+- an upper bound of each HyperNode's score (``hyper_node_order_bound`` of the plugins that
+  score HyperNodes, from the HyperNode's summed use plus the most the gang can add);
+- whether the gang can be ready there at all (the idle room summed over its nodes holds the
+  least the gang's missing members ask for, when ``gang`` decides readiness);
+- whether a trial there can place anything (some node fits some pending task's request).
+
+Bounds within :data:`TOLERANCE` of the best score are ties: the first by name keeps them, so
+two HyperNodes whose scores differ by less than rounding may be chosen either way.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
+from stromboli.core.scheduler.api.resource import EPSILON
+from stromboli.core.scheduler.framework.points import ExtensionPoint
+from stromboli.core.scheduler.framework.session import Session
+from stromboli.core.scheduler.util.hypernodes import HyperNodeTree
+from stromboli.core.scheduler.util.placement import POD_COLUMN, resource_fit
+
+#: Relative width of a tie between a bound and a score (rounding of sums is far below it).
+TOLERANCE = 1e-12
+READY, PIPELINED, NEITHER = 2, 1, 0
+
+#: A trial of candidate ``i``: (rank, score), the score only meaningful when rank > 0.
+TrialFn = Callable[[int], tuple[int, float]]
+
+
+def best_of(
+    bounds: np.ndarray, can_ready: np.ndarray, can_place: np.ndarray, trial: TrialFn
+) -> int | None:
+    """The candidate an exhaustive trial would choose, or None when no trial ranks above 0.
+
+    ``bounds[i]`` is at least the score of any ready trial of ``i``; ``can_ready[i]`` False
+    means its trial is never ready, ``can_place[i]`` False that it ranks 0. Ready candidates
+    are tried best bound first until no bound left can beat the best; only when none is ready
+    is every candidate that can place something tried, in order, for the best pipelined one.
+    """
+    count = bounds.shape[0]
+    tried = np.zeros(count, dtype=bool)
+    best: tuple[int, float, int] | None = None
+
+    def attempt(i: int) -> None:
+        nonlocal best
+        tried[i] = True
+        rank, score = trial(i)
+        if rank == NEITHER:
+            return
+        if best is None or (rank, score) > best[:2] or ((rank, score) == best[:2] and i < best[2]):
+            best = (rank, score, i)
+
+    indices = np.arange(count)
+    order = np.lexsort((indices, -bounds))
+    order = order[can_ready[order]]
+    while order.shape[0]:
+        i = int(order[0])
+        order = order[1:]
+        attempt(i)
+        if best is not None and best[0] == READY:
+            # Keep only candidates that could still win: a bound above the best score, or
+            # one tied with it that comes first by name.
+            score, first = best[1], best[2]
+            tol = TOLERANCE * max(1.0, abs(score))
+            rest = bounds[order]
+            order = order[(rest > score + tol) | ((rest >= score - tol) & (order < first))]
+    if best is None or best[0] != READY:
+        for j in np.flatnonzero(can_place & ~tried):
+            attempt(int(j))
+    return None if best is None else best[2]
+
+
+# -- what is known of each HyperNode of a tier without a trial ---------------------------
+
+
+@dataclass(slots=True, eq=False)
+class LevelRows:
+    """The node-table rows of a tier's HyperNodes, grouped for one ``reduceat`` per sum."""
+
+    names: tuple[str, ...]
+    rows: np.ndarray
+    #: Where each HyperNode's rows start in ``rows``.
+    starts: np.ndarray
+    allocatable: np.ndarray
+
+    def sums(self, array: np.ndarray) -> np.ndarray:
+        """Per HyperNode, the column sums of ``array`` over its rows."""
+        return np.add.reduceat(array[self.rows], self.starts, axis=0)
+
+    def any(self, mask: np.ndarray) -> np.ndarray:
+        """Per HyperNode, whether ``mask`` holds on one of its rows."""
+        return np.logical_or.reduceat(mask[self.rows], self.starts)
+
+
+_levels: weakref.WeakKeyDictionary[HyperNodeTree, dict[tuple[str, ...], LevelRows | None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def level_rows(ssn: Session, tree: HyperNodeTree, names: Sequence[str]) -> LevelRows | None:
+    """The rows of ``names`` (cached with the tree); None when one of them has no rows."""
+    cache = _levels.setdefault(tree, {})
+    key = tuple(names)
+    if key in cache:
+        return cache[key]
+    table = ssn.nodes
+    parts = [np.flatnonzero(tree.mask(name, table.position, len(table))) for name in key]
+    level: LevelRows | None = None
+    if parts and all(p.shape[0] for p in parts):
+        lengths = np.array([p.shape[0] for p in parts])
+        rows = np.concatenate(parts)
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        level = LevelRows(key, rows, starts, np.zeros(0))
+        level.allocatable = level.sums(table.allocatable)
+    cache[key] = level
+    return level
+
+
+def bound_scorers(ssn: Session) -> list[Callable[..., np.ndarray]] | None:
+    """Each HyperNode scorer's bound (``hyper_node_order_bound`` of its plugin), or None when
+    one scorer has no bound (then every HyperNode must be tried)."""
+    bounds: list[Callable[..., np.ndarray]] = []
+    for tier in ssn.chain(ExtensionPoint.HYPER_NODE_ORDER):
+        for fn in tier:
+            bound = getattr(getattr(fn, "__self__", None), "hyper_node_order_bound", None)
+            if bound is None:
+                return None
+            bounds.append(bound)
+    return bounds
+
+
+@dataclass(slots=True)
+class Prospects:
+    bounds: np.ndarray
+    can_ready: np.ndarray
+    can_place: np.ndarray
+
+
+def prospects(
+    ssn: Session, job: JobInfo, level: LevelRows, waiting: Sequence[TaskInfo]
+) -> Prospects | None:
+    """Bounds and possibilities of ``job``'s trial in each HyperNode of ``level``; None when
+    they cannot be known (a scorer without a bound)."""
+    scorers = bound_scorers(ssn)
+    if scorers is None or not waiting:
+        return None
+    table = ssn.nodes
+    vectors = np.stack([table.task_vector(t) for t in waiting])
+    count = len(level.names)
+    bounds = np.zeros(count)
+    if scorers:
+        used = level.sums(table.used)
+        low = np.minimum(vectors, 0).sum(axis=0)
+        high = np.maximum(vectors, 0).sum(axis=0)
+        for bound in scorers:
+            bounds += bound(job, used, level.allocatable, low, high)
+    missing = _missing(ssn, job)
+    if missing <= 0:  # a trial that places nothing may be ready: every one is a prospect
+        everywhere = np.ones(count, dtype=bool)
+        return Prospects(bounds, everywhere, everywhere)
+    can_place = np.zeros(count, dtype=bool)
+    for vector in np.unique(vectors, axis=0):
+        fits_later, _ = resource_fit(ssn, vector, True)
+        can_place |= level.any(fits_later)
+    can_ready = can_place & _room_for_gang(ssn, level, vectors, missing)
+    return Prospects(bounds, can_ready, can_place)
+
+
+def _missing(ssn: Session, job: JobInfo) -> int:
+    """How many more members must be allocated before ``gang`` lets the job be ready (0 when
+    ``gang`` does not decide readiness: then nothing is known of a trial without it)."""
+    if not ssn.enabled(ExtensionPoint.JOB_READY, "gang"):
+        return 0
+    return job.min_available - job.ready_task_num() - job.pending_best_effort_num()
+
+
+def _room_for_gang(ssn: Session, level: LevelRows, vectors: np.ndarray, missing: int) -> np.ndarray:
+    """Per HyperNode, whether its idle room, summed, holds the least that ``missing`` of the
+    pending requests ask for."""
+    if missing > vectors.shape[0]:
+        return np.zeros(len(level.names), dtype=bool)
+    least = np.sort(vectors, axis=0)[:missing].sum(axis=0)
+    least[POD_COLUMN] = 0.0  # pod slots are the predicates' business
+    room = level.sums(np.maximum(ssn.nodes.idle_now, 0.0))
+    # Each allocation may overshoot a node's room by EPSILON; sums round.
+    slack = missing * EPSILON + TOLERANCE * np.abs(room)
+    return np.all(room + slack >= least, axis=1)
