@@ -131,8 +131,10 @@ def lack_clause(ssn: Session, task: TaskInfo, result: Explanation) -> str:
     return clause
 
 
-def gang_fit(ssn: Session, job: JobInfo) -> GangFit:
-    """Place the job's pending pods where they fit now, count them, and undo it all."""
+def gang_fit(ssn: Session, job: JobInfo, domain: tuple[str, np.ndarray] | None = None) -> GangFit:
+    """Place the job's pending pods where they fit now, count them, and undo it all;
+    ``domain`` (a HyperNode's name and node mask) keeps them inside it, as allocate does for a
+    job with ``networkTopology``."""
     fit = GangFit(needed=job.min_available, ready=job.ready_task_num())
     queue = ssn.queues.get(job.queue)
     statement = ssn.statement()
@@ -145,9 +147,13 @@ def gang_fit(ssn: Session, job: JobInfo) -> GangFit:
             # Room only shrinks during the trial: a shape that fit nowhere still fits nowhere.
             clause = _refusal(ssn, task) or failed.get(task.shape)
             if clause is None:
-                placement = place(ssn, task)  # allocate's own search: same node, same speed
+                placement = place(ssn, task, domain=domain)  # allocate's own search
                 if isinstance(placement, FitErrors):
-                    clause = failed[task.shape] = lack_clause(ssn, task, explain(ssn, task))
+                    if domain is not None and not isinstance(place(ssn, task), FitErrors):
+                        clause = f"fit no node of hyperNode {domain[0]}, only nodes outside it"
+                    else:
+                        clause = lack_clause(ssn, task, explain(ssn, task))
+                    failed[task.shape] = clause
                 elif queue is not None and not ssn.allocatable(queue, task):
                     # Checked before nodes by allocate; said only when a node has room, since
                     # a queue entitled to the whole cluster is then not what holds the pod.

@@ -17,6 +17,7 @@ from stromboli.core.scheduler.api.status import TaskStatus
 from stromboli.core.scheduler.cache import SchedulerCache
 from stromboli.core.scheduler.explain_enqueue import EnqueueVerdict, enqueue_verdict
 from stromboli.core.scheduler.explain_gang import GangFit, gang_fit, pods_text
+from stromboli.core.scheduler.explain_topology import topology_fit
 from stromboli.core.scheduler.framework.session import Session
 
 #: Stages a job can be held at, as the explanation names them.
@@ -162,9 +163,14 @@ def explain_job(
         notes.append(
             f"queue {queue.name} is overused (allocated ≥ deserved): allocate passes it by"
         )
-    fit = gang_fit(ssn, job)
+    spans = topology_fit(ssn, job)
+    fit = spans.gang if spans is not None else gang_fit(ssn, job)
     names = pods_text([name for name, _ in fit.placed])
-    if fit.short:
+    if spans is not None and not spans.found:
+        sentence = f"gang short of room: {spans.refusal()}"
+    elif spans is not None and not fit.short and not fit.lacks and not overused:
+        sentence = f"{fit.sentence()} in {spans.where()}: the next allocate places {names}"
+    elif fit.short:
         sentence = f"gang short of room: {fit.sentence()}"
     elif fit.lacks:
         sentence = f"the gang's minimum is met; {fit.sentence()}"

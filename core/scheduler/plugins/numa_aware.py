@@ -51,6 +51,15 @@ NOT_STATIC = "node(s) cpu manager policy isn't static"
 NO_FIT = "node(s) without free CPUs aligned as the task's topology policy asks"
 
 
+def no_fit_reason(policy: str, cpus: int) -> str:
+    """:data:`NO_FIT` with what the policy asked, so ``stromboli explain`` says why."""
+    if policy == k.NumaTopologyPolicy.SINGLE_NUMA_NODE:
+        return f"{NO_FIT} ({policy}: no NUMA node has {cpus} free CPUs)"
+    if policy == k.NumaTopologyPolicy.RESTRICTED:
+        return f"{NO_FIT} ({policy}: {cpus} free CPUs on no more NUMA nodes than they need)"
+    return f"{NO_FIT} ({policy}: {cpus} free CPUs)"
+
+
 def policy_mismatch(policy: str) -> str:
     return f"node(s) topology manager policy is not the task's {policy}"
 
@@ -172,7 +181,7 @@ class NumaAwarePlugin(Plugin):
         verdict.fail(without, NO_TOPOLOGY, unresolvable=True)
         verdict.fail(not_static, NOT_STATIC, unresolvable=True)
         verdict.fail(other_policy, policy_mismatch(policy), unresolvable=True)
-        verdict.fail(no_fit, NO_FIT)
+        verdict.fail(no_fit, no_fit_reason(policy, exclusive_cpus(task)))
         return verdict
 
     def batch_node_order(self, task: TaskInfo, positions: np.ndarray) -> np.ndarray:

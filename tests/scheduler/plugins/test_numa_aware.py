@@ -18,6 +18,7 @@ from stromboli.core.scheduler.plugins.numa_aware import (
     NO_TOPOLOGY,
     NOT_STATIC,
     exclusive_cpus,
+    no_fit_reason,
     policy_mismatch,
 )
 from stromboli.core.scheduler.scheduler import Scheduler
@@ -177,8 +178,10 @@ def test_predicate_names_why_each_node_is_refused() -> None:
         NO_TOPOLOGY: [0],
         NOT_STATIC: [1],
         policy_mismatch(SINGLE): [2],
-        NO_FIT: [3],
+        no_fit_reason(SINGLE, 6): [3],
     }
+    assert no_fit_reason(SINGLE, 6).startswith(NO_FIT)
+    assert "no NUMA node has 6 free CPUs" in no_fit_reason(SINGLE, 6)
 
 
 def test_pods_without_a_policy_or_not_guaranteed_are_not_checked() -> None:
