@@ -23,6 +23,17 @@ says to let objects through.
 gives up after it; a request whose deadline has passed before a worker takes it is dropped
 (answered 504 without running the rule), so an overload never leaves a backlog that answers
 nobody for minutes after the load stops.
+
+**Connections.** Each TLS connection costs the process about 300 KiB (asyncio's 256 KiB read
+buffer per TLS connection, OpenSSL's state, aiohttp's handler), so a client that opens new
+connections without end grows the server without end (measured before this bound: 3.8 GiB at
+800 new connections a second). At most ``MAX_CONNECTIONS`` are open at once, of which at most
+``MAX_HANDSHAKES`` are still in their TLS handshake; a connection over either bound is closed
+as it is accepted, before any TLS work, and counted. A handshake not finished within
+``HANDSHAKE_TIMEOUT`` is abandoned, and a connection that sends no request for
+``KEEPALIVE_TIMEOUT`` is closed. The API server keeps a pool of keep-alive connections per
+webhook (client-go keeps up to 25 idle per host, for 90 s), so a few API servers need a few
+dozen connections, well under the bound.
 """
 
 from __future__ import annotations
@@ -36,6 +47,17 @@ MiB: Final = 1024 * 1024
 MAX_BODY: Final = 7 * MiB
 MAX_INFLIGHT_BYTES: Final = 8 * MiB
 MAX_INFLIGHT: Final = 64
+MAX_CONNECTIONS: Final = 256
+MAX_HANDSHAKES: Final = 32
+HANDSHAKE_TIMEOUT: Final = 5.0
+"""Seconds a TLS handshake may take: one takes milliseconds, and the API server gives up on
+the whole call after its ``timeoutSeconds`` (10 s by default)."""
+KEEPALIVE_TIMEOUT: Final = 60.0
+"""Seconds an open connection may go without a request before it is closed."""
+INLINE_BODY: Final = 64 * 1024
+"""Reviews up to this size are answered on the event loop: a pod's review (a few KB) takes
+a fraction of a millisecond there, less than the hand-over to a worker thread and back, which
+on a busy machine waits for the interpreter lock (up to its 5 ms switch interval)."""
 DEFAULT_TIMEOUT: Final = 10.0
 """The API server's default ``timeoutSeconds``, used when a request names none."""
 MAX_TIMEOUT: Final = 30.0

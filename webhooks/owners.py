@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -69,6 +70,25 @@ MAX_KEPT_TEXT: Final = 1024
 something an adapter reads, and it can be as large as the object)."""
 RETRY_MIN: Final = 0.5
 RETRY_MAX: Final = 60.0
+
+
+class FetchNeeded(Exception):
+    """A lookup on the event loop, within :func:`inline_review`, needs a GET, which the loop
+    cannot wait for itself: the server answers that review on a worker thread instead."""
+
+
+_INLINE: Final = contextvars.ContextVar("stromboli_inline_review", default=False)
+
+
+@contextlib.contextmanager
+def inline_review() -> Iterator[None]:
+    """Lookups on the loop raise :class:`FetchNeeded` where they would fetch, rather than
+    answer without the owner (which is what a lookup on the loop does otherwise)."""
+    token = _INLINE.set(True)
+    try:
+        yield
+    finally:
+        _INLINE.reset(token)
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,7 +299,11 @@ class OwnerCache:
 
     def _fetch(self, namespace: str, ref: Ref) -> OwnerRecord | None:
         loop = self._loop
-        if loop is None or threading.get_ident() == self._loop_thread or loop.is_closed():
+        if loop is None or loop.is_closed():
+            return None
+        if threading.get_ident() == self._loop_thread:
+            if _INLINE.get():
+                raise FetchNeeded(f"{ref.kind} {namespace}/{ref.name} must be read")
             return None  # never block the loop on itself
         if not self._slots.acquire(blocking=False):
             self.fetch_failures += 1

@@ -4,12 +4,19 @@ One aiohttp application serves every enabled service at its Volcano path. Each P
 AdmissionReview; the answer is an AdmissionReview for the same ``uid`` whenever the body is
 one. The server is built to survive what a cluster sends it (see :mod:`.limits`):
 
-- the event loop only reads bodies and writes answers; decoding, the rule and encoding run on
-  :class:`~.workers.Workers` threads, so no single review stalls the others or the signals;
+- connections are bounded, and so are TLS handshakes in progress; a socket over either bound
+  is closed as it is accepted, and an idle one after the keep-alive timeout
+  (:mod:`.connections`);
+- a pod's review (:data:`INLINE_PATHS`, under :data:`~.limits.INLINE_BODY`) is answered on
+  the event loop, which costs less than the hand-over to a thread: pods are the many
+  admissions, and their rules read a few fields and the caches. Decoding, the rule and
+  encoding of any other review run on :class:`~.workers.Workers` threads, so no single
+  review stalls the others or the signals, and so does a pod whose owner must be read from
+  the API server;
 - a body over :data:`~.limits.MAX_BODY` is refused (413) before it is read, and the bodies in
   flight share a byte budget; over it, or over the request bound, a request is shed (429);
-- a request whose deadline (``?timeout=`` from the API server) passes before a worker takes
-  it is dropped (504) without running its rule;
+- a request whose deadline (``?timeout=`` from the API server) passes while its body is read
+  or before a worker takes it is dropped (504) without running its rule;
 - queues and namespaces come from a watch-fed cache (:mod:`.cache`), never a request per
   admission;
 - a review the server cannot process is answered with code 500 (or HTTP 400 when it is not a
@@ -39,7 +46,9 @@ from stromboli.core.cluster.store import ClusterStore
 from stromboli.core.httpserve import Endpoint
 from stromboli.core.logsafe import log_safe
 from stromboli.webhooks.cache import AdmissionCache
+from stromboli.webhooks.connections import ConnectionGate, ConnectionLimits, GatedSite
 from stromboli.webhooks.limits import (
+    INLINE_BODY,
     MAX_BODY,
     MAX_INFLIGHT,
     MAX_INFLIGHT_BYTES,
@@ -49,6 +58,7 @@ from stromboli.webhooks.limits import (
     expired,
 )
 from stromboli.webhooks.metrics import WebhookMetrics
+from stromboli.webhooks.owners import FetchNeeded, inline_review
 from stromboli.webhooks.policyfile import PolicyFile
 from stromboli.webhooks.registration import ClientTarget, own_namespace, register
 from stromboli.webhooks.review import (
@@ -81,6 +91,11 @@ log = logging.getLogger(__name__)
 SHUTDOWN_GRACE: Final = 5.0
 """Seconds a stopping server lets requests in hand finish; none waits longer than its
 deadline anyway, and the kubelet's grace period (30 s) is well above this."""
+INLINE_PATHS: Final = frozenset({"/pods/mutate", "/pods/validate"})
+"""Services whose small reviews are answered on the loop (see the module docstring); the rules
+of vcjobs and queues walk tasks and queue trees, whose cost the body size does not bound."""
+LISTEN_BACKLOG: Final = 128
+"""Connections the kernel holds before the server accepts them (aiohttp's default)."""
 SYNC_TIMEOUT: Final = 30.0
 """How long start-up waits for the first listing of queues and namespaces before serving
 anyway (not ready; reviews that read the cluster are answered 503 until it arrives)."""
@@ -107,6 +122,7 @@ class WebhookOptions:
     workers: int = DEFAULT_WORKERS
     max_inflight: int = MAX_INFLIGHT
     max_inflight_bytes: int = MAX_INFLIGHT_BYTES
+    connections: ConnectionLimits = field(default_factory=ConnectionLimits)
 
     @property
     def registers(self) -> bool:
@@ -137,6 +153,8 @@ def _verdict(
         return Verdict.allow(), ""
     try:
         return service.rule(request, cluster, options), ""
+    except FetchNeeded:
+        raise  # answered on a worker instead
     except MissingObjectError as err:
         return Verdict.deny(str(err)), ""
     except Exception as err:  # crash-only: this review fails, the server goes on
@@ -158,7 +176,8 @@ def answer_review(
     options: AdmissionOptions,
     deadline: float,
 ) -> Answer:
-    """Everything a request costs in CPU, run on a worker thread: decode, rule, encode."""
+    """Everything a request costs in CPU: decode, rule, encode. On a worker thread, or on
+    the loop for a small review, where :class:`FetchNeeded` says to go to a worker."""
     if expired(deadline):
         return Answer(504, b"deadline passed before the review was taken up", "expired")
     try:
@@ -203,8 +222,10 @@ class AdmissionHandler:
         workers: Workers,
         budget: Budget,
         metrics: WebhookMetrics,
+        inline_body: int = 0,
     ) -> None:
         self.service = service
+        self.inline_body = inline_body
         self.cache = cache
         self.options = options
         self.workers = workers
@@ -246,27 +267,39 @@ class AdmissionHandler:
         handed = False
         try:
             try:
-                body = await http.read()
+                async with asyncio.timeout(deadline - time.monotonic()):
+                    body = await http.read()
             except web.HTTPRequestEntityTooLarge:
                 self._done(path, arrival, "too_large")
                 return _too_large(None)
-            if self.service.needs_cluster(self.options) and not self.cache.synced.is_set():
-                self._done(path, arrival, "error", "not_synced")
-                return web.Response(status=503, text="queues and namespaces not listed yet")
-            job = partial(
-                answer_review, self.service, body, self.cache.snapshot(), self.options, deadline
-            )
-            del body
-            future = self.workers.submit(job, partial(self._give_back, reserved))
-            handed = True
-            try:
-                result: Answer = await asyncio.wait_for(future, deadline - time.monotonic())
             except TimeoutError:
                 self._done(path, arrival, "expired")
                 return web.Response(status=504, text="the request's deadline has passed")
+            if self.service.needs_cluster(self.options) and not self.cache.synced.is_set():
+                self._done(path, arrival, "error", "not_synced")
+                return web.Response(status=503, text="queues and namespaces not listed yet")
+            cluster = self.cache.snapshot()
+            result: Answer | None = None
+            if len(body) <= self.inline_body:
+                try:
+                    with inline_review():
+                        result = answer_review(self.service, body, cluster, self.options, deadline)
+                except FetchNeeded:
+                    result = None  # an owner to read: a worker waits for it, not the loop
+            if result is None:
+                job = partial(answer_review, self.service, body, cluster, self.options, deadline)
+                del body
+                future = self.workers.submit(job, partial(self._give_back, reserved))
+                handed = True
+                try:
+                    result = await asyncio.wait_for(future, deadline - time.monotonic())
+                except TimeoutError:
+                    self._done(path, arrival, "expired")
+                    return web.Response(status=504, text="the request's deadline has passed")
         finally:
             if not handed:
                 self._give_back(reserved)
+        assert result is not None
         self._done(path, arrival, result.outcome, result.reason)
         if result.status == 200:
             return web.Response(body=result.body, content_type="application/json")
@@ -296,6 +329,7 @@ def admission_app(
     max_inflight: int = MAX_INFLIGHT,
     max_inflight_bytes: int = MAX_INFLIGHT_BYTES,
     metrics: WebhookMetrics | None = None,
+    inline_body: int = INLINE_BODY,
 ) -> web.Application:
     """The aiohttp application: one POST route per service. Starting it starts the watch of
     queues and namespaces, the worker threads and the look at a queue policy file for
@@ -330,7 +364,8 @@ def admission_app(
 
     app.cleanup_ctx.append(lifetime)
     for service in services:
-        handler = AdmissionHandler(service, cache, options, pool, budget, metrics)
+        inline = inline_body if service.path in INLINE_PATHS else 0
+        handler = AdmissionHandler(service, cache, options, pool, budget, metrics, inline)
         app.router.add_post(service.path, handler.handle)
     return app
 
@@ -377,6 +412,7 @@ class WebhookServer:
         self.registered: list[str] = []
         self.metrics = WebhookMetrics()
         self.app: web.Application | None = None
+        self.gate: ConnectionGate | None = None
         self._stopped = asyncio.Event()
 
     def stop(self) -> None:
@@ -414,7 +450,11 @@ class WebhookServer:
         self.app = app
         host = options.listen_address or "0.0.0.0"
         self.runner = web.AppRunner(
-            app, access_log=None, handler_cancellation=True, shutdown_timeout=SHUTDOWN_GRACE
+            app,
+            access_log=None,
+            handler_cancellation=True,
+            shutdown_timeout=SHUTDOWN_GRACE,
+            keepalive_timeout=options.connections.keepalive_timeout,
         )
         if options.enable_healthz and options.healthz_address:
             # Before the app's start-up, which waits for the first listing: the probes
@@ -424,7 +464,14 @@ class WebhookServer:
             )
             await self.health.start()
         await self.runner.setup()
-        site = web.TCPSite(self.runner, host, options.port, ssl_context=certificate.ssl_context())
+        assert self.runner.server is not None
+        self.gate = ConnectionGate(
+            options.connections,
+            certificate.ssl_context(),
+            self.runner.server,
+            self.metrics.registry,
+        )
+        site = GatedSite(self.runner, host, options.port, self.gate, backlog=LISTEN_BACKLOG)
         await site.start()
         addresses = self.runner.addresses  # the socket names of this runner's one site
         self.port = addresses[0][1] if addresses else options.port

@@ -38,6 +38,12 @@ DEFAULT_MAX_QUEUE_DEPTH = 5
 #: ``admission.jobsize.MAX_JOB_REPLICAS``, repeated for the same reason (tests/admission keeps it).
 MAX_JOB_REPLICAS = 50_000
 
+#: ``webhooks.limits.MAX_CONNECTIONS``, ``MAX_HANDSHAKES`` and ``KEEPALIVE_TIMEOUT``, repeated
+#: for the same reason (tests/webhooks/test_connections.py keeps them equal).
+MAX_CONNECTIONS = 256
+MAX_HANDSHAKES = 32
+KEEPALIVE_TIMEOUT = 60.0
+
 #: The services that enforce a queue policy: its refusals, and its default queues.
 POLICY_PATHS = (
     "/jobs/validate",
@@ -170,6 +176,27 @@ def _go_flag(name: str, default: str, help: str) -> Callable[[CommandFunction], 
     help="Volcano's admission configuration (YAML): resourceGroups applied to pods at "
     "creation by /pods/mutate; see docs/webhook.md.",
 )
+@click.option(
+    "--max-connections",
+    default=MAX_CONNECTIONS,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Connections open at once (Stromboli's bound); one more is closed as it is accepted.",
+)
+@click.option(
+    "--max-tls-handshakes",
+    default=MAX_HANDSHAKES,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="TLS handshakes in progress at once; a connection over it is closed as accepted.",
+)
+@click.option(
+    "--keep-alive-timeout",
+    default=KEEPALIVE_TIMEOUT,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds a connection may stay open without a request.",
+)
 def webhook_manager(
     kubeconfig: str | None,
     master: str | None,
@@ -197,12 +224,16 @@ def webhook_manager(
     enable_root_queue_protection: str,
     queue_policy: str | None,
     admission_conf: str | None,
+    max_connections: int,
+    max_tls_handshakes: int,
+    keep_alive_timeout: float,
 ) -> None:
     """Validate and default Volcano objects (vcjobs, queues, PodGroups, pods) on admission."""
     setup_logging(verbosity, log_format)
     from stromboli.core.admission.policy import EMPTY_POLICY
     from stromboli.core.admission.resourcegroups import AdmissionConfError, load_admission_conf
     from stromboli.core.logsetup import log_start, settings_of
+    from stromboli.webhooks.connections import ConnectionLimits
     from stromboli.webhooks.server import WebhookOptions, WebhookServer
     from stromboli.webhooks.services import AdmissionOptions, enabled_services
     from stromboli.webhooks.tls import load_files
@@ -237,6 +268,11 @@ def webhook_manager(
             enable_root_queue_protection=go_bool(enable_root_queue_protection),
             queue_policy=policy if policy is not None else EMPTY_POLICY,
             resource_groups=resource_groups,
+        ),
+        connections=ConnectionLimits(
+            max_connections=max_connections,
+            max_handshakes=max_tls_handshakes,
+            keepalive_timeout=keep_alive_timeout,
         ),
     )
     certificate = (

@@ -1,0 +1,314 @@
+"""The webhook listener's connections: how many are open, how many are in their TLS handshake.
+
+``loop.create_server(ssl=...)`` starts a TLS handshake on every socket it accepts, with no
+bound on how many: a client that opens new connections without end costs the server about
+300 KiB and a handshake's CPU each, until it runs out of memory (see :mod:`.limits`). So the
+listener here accepts plain TCP and this module decides, per socket, before any TLS work:
+
+- over :attr:`ConnectionLimits.max_connections` open connections, or over
+  :attr:`~ConnectionLimits.max_handshakes` handshakes in progress, the socket is closed at
+  once and counted in ``stromboli_webhook_connections_refused_total{reason}``;
+- otherwise TLS is started on it (``loop.start_tls``) within
+  :attr:`~ConnectionLimits.handshake_timeout`, and the connection is handed to aiohttp's
+  request handler, which closes it after :attr:`~ConnectionLimits.keepalive_timeout` without
+  a request. It holds its place until it closes, however it closes.
+
+Connections already open are never closed to make room: the API server's keep-alive
+connections stay usable under a flood of new ones. Everything runs on the event loop, so
+the counts need no lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+from collections import Counter as Tally
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Gauge
+from yarl import URL
+
+from stromboli.webhooks.limits import (
+    HANDSHAKE_TIMEOUT,
+    KEEPALIVE_TIMEOUT,
+    MAX_CONNECTIONS,
+    MAX_HANDSHAKES,
+)
+
+log = logging.getLogger(__name__)
+
+OVER_CONNECTIONS: Final = "max_connections"
+OVER_HANDSHAKES: Final = "max_handshakes"
+HANDSHAKE_TIMED_OUT: Final = "handshake_timeout"
+HANDSHAKE_FAILED: Final = "handshake_failed"
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionLimits:
+    """The bounds of one listener (``--max-connections``, ``--max-tls-handshakes``,
+    ``--keep-alive-timeout``)."""
+
+    max_connections: int = MAX_CONNECTIONS
+    max_handshakes: int = MAX_HANDSHAKES
+    handshake_timeout: float = HANDSHAKE_TIMEOUT
+    keepalive_timeout: float = KEEPALIVE_TIMEOUT
+
+    def __post_init__(self) -> None:
+        if self.max_connections < 1 or self.max_handshakes < 1:
+            raise ValueError(
+                "max_connections and max_handshakes must be at least 1, got "
+                f"{self.max_connections} and {self.max_handshakes}"
+            )
+        if not self.handshake_timeout > 0 or not self.keepalive_timeout > 0:
+            raise ValueError(
+                "handshake_timeout and keepalive_timeout must be positive seconds, got "
+                f"{self.handshake_timeout} and {self.keepalive_timeout}"
+            )
+
+
+@dataclass(slots=True)
+class ConnectionBook:
+    """The counts behind the gate, kept apart from sockets so that they can be checked on
+    their own. ``open`` includes the connections still in their handshake."""
+
+    limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+    open: int = 0
+    handshaking: int = 0
+    peak_open: int = 0
+    peak_handshaking: int = 0
+    refused: Tally[str] = field(default_factory=Tally)
+
+    def admit(self) -> str:
+        """Take a place for a new connection and its handshake: ``""``, or the bound that
+        refuses it (counted)."""
+        if self.open >= self.limits.max_connections:
+            reason = OVER_CONNECTIONS
+        elif self.handshaking >= self.limits.max_handshakes:
+            reason = OVER_HANDSHAKES
+        else:
+            self.open += 1
+            self.handshaking += 1
+            self.peak_open = max(self.peak_open, self.open)
+            self.peak_handshaking = max(self.peak_handshaking, self.handshaking)
+            return ""
+        self.refused[reason] += 1
+        return reason
+
+    def handshake_over(self) -> None:
+        """The handshake ended, either way; the connection keeps its place."""
+        self.handshaking -= 1
+
+    def closed(self) -> None:
+        self.open -= 1
+
+
+class ConnectionMetrics:
+    """``stromboli_webhook_connections*``: the gauges read the book when scraped."""
+
+    def __init__(self, registry: CollectorRegistry, book: ConnectionBook) -> None:
+        self.refused = Counter(
+            "stromboli_webhook_connections_refused",
+            "Connections closed as they were accepted, by the bound they were over.",
+            ["reason"],
+            registry=registry,
+        )
+        self.failed = Counter(
+            "stromboli_webhook_tls_handshake_failures",
+            "TLS handshakes that failed or did not finish in time, by reason.",
+            ["reason"],
+            registry=registry,
+        )
+        opened = Gauge(
+            "stromboli_webhook_open_connections",
+            "Connections open now, including those in their TLS handshake.",
+            registry=registry,
+        )
+        opened.set_function(lambda: book.open)
+        handshakes = Gauge(
+            "stromboli_webhook_tls_handshakes_in_progress",
+            "Connections in their TLS handshake now.",
+            registry=registry,
+        )
+        handshakes.set_function(lambda: book.handshaking)
+
+
+class _Tls(asyncio.Protocol):
+    """An admitted connection: stands between the TLS transport and aiohttp's handler, so
+    that its place is given back exactly once when it closes. Data that the TLS layer
+    delivers before the handler is attached (a request sent with the handshake's last
+    flight) is kept and passed on in order."""
+
+    __slots__ = ("_book", "_eof", "_handler", "_pending", "_released")
+
+    def __init__(self, book: ConnectionBook, handler: asyncio.Protocol) -> None:
+        self._book = book
+        self._handler = handler
+        self._pending: list[bytes] | None = []
+        self._eof = False
+        self._released = False
+
+    def attach(self, transport: asyncio.BaseTransport) -> None:
+        if self._released:
+            return  # closed between the handshake and now
+        self._handler.connection_made(transport)
+        pending, self._pending = self._pending or [], None
+        for data in pending:
+            self._handler.data_received(data)
+        if self._eof:
+            self._handler.eof_received()
+
+    def release(self) -> None:
+        if not self._released:
+            self._released = True
+            self._book.closed()
+
+    def data_received(self, data: bytes) -> None:
+        if self._pending is None:
+            self._handler.data_received(data)
+        else:
+            self._pending.append(data)
+
+    def eof_received(self) -> bool | None:
+        if self._pending is None:
+            return self._handler.eof_received()
+        self._eof = True
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        attached = self._pending is None and not self._released
+        self.release()
+        if attached:
+            self._handler.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        if self._pending is None:
+            self._handler.pause_writing()
+
+    def resume_writing(self) -> None:
+        if self._pending is None:
+            self._handler.resume_writing()
+
+
+class _Arrival(asyncio.Protocol):
+    """A socket just accepted: the gate decides what becomes of it."""
+
+    __slots__ = ("_gate",)
+
+    def __init__(self, gate: ConnectionGate) -> None:
+        self._gate = gate
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._gate.arrived(transport)
+
+
+class ConnectionGate:
+    """Admits, refuses and upgrades the sockets of one listener (see the module docstring)."""
+
+    def __init__(
+        self,
+        limits: ConnectionLimits,
+        ssl_context: ssl.SSLContext,
+        handler_factory: Callable[[], asyncio.Protocol],
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        self.limits = limits
+        self.book = ConnectionBook(limits)
+        self.ssl_context = ssl_context
+        self.handler_factory = handler_factory
+        self.metrics = ConnectionMetrics(registry or CollectorRegistry(), self.book)
+        self._handshakes: set[asyncio.Task[None]] = set()
+
+    def protocol(self) -> asyncio.Protocol:
+        """The protocol factory for ``loop.create_server`` (plain TCP)."""
+        return _Arrival(self)
+
+    def arrived(self, transport: asyncio.Transport) -> None:
+        reason = self.book.admit()
+        if reason:
+            self.metrics.refused.labels(reason).inc()
+            transport.abort()  # no TLS work, nothing read: the cheapest no
+            return
+        transport.pause_reading()  # the ClientHello waits for start_tls, not for us
+        tls = _Tls(self.book, self.handler_factory())
+        task = asyncio.get_running_loop().create_task(self._handshake(transport, tls))
+        self._handshakes.add(task)
+        task.add_done_callback(self._handshakes.discard)
+
+    async def _handshake(self, transport: asyncio.Transport, tls: _Tls) -> None:
+        loop = asyncio.get_running_loop()
+        timeout = self.limits.handshake_timeout
+        try:
+            async with asyncio.timeout(timeout):
+                secured = await loop.start_tls(
+                    transport,
+                    tls,
+                    self.ssl_context,
+                    server_side=True,
+                    ssl_handshake_timeout=timeout + 1,  # ours ends it first, and is counted
+                )
+        except TimeoutError:
+            self._failed(transport, tls, HANDSHAKE_TIMED_OUT)
+            return
+        except Exception as err:  # a bad ClientHello, a reset: this connection, not the server
+            log.debug("TLS handshake failed: %s", err)
+            self._failed(transport, tls, HANDSHAKE_FAILED)
+            return
+        except BaseException:  # cancelled: the listener is stopping
+            transport.abort()
+            tls.release()
+            raise
+        finally:
+            self.book.handshake_over()
+        if secured is None:  # the connection closed as the handshake ended
+            tls.release()
+            return
+        tls.attach(secured)
+
+    def _failed(self, transport: asyncio.Transport, tls: _Tls, reason: str) -> None:
+        self.metrics.failed.labels(reason).inc()
+        transport.abort()
+        tls.release()
+
+    def close(self) -> None:
+        """Abandon the handshakes in progress (the listener is stopping); open connections
+        are aiohttp's to close."""
+        for task in list(self._handshakes):
+            task.cancel()
+
+
+class GatedSite(web.BaseSite):
+    """An aiohttp site whose sockets pass through a :class:`ConnectionGate`."""
+
+    __slots__ = ("_gate", "_host", "_port")
+
+    def __init__(
+        self, runner: web.BaseRunner, host: str, port: int, gate: ConnectionGate, backlog: int
+    ) -> None:
+        super().__init__(runner, backlog=backlog)
+        self._host = host
+        self._port = port
+        self._gate = gate
+
+    @property
+    def name(self) -> str:
+        return str(URL.build(scheme="https", host=self._host, port=self._port))
+
+    async def start(self) -> None:
+        await super().start()
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            self._gate.protocol,
+            self._host,
+            self._port,
+            backlog=self._backlog,
+            reuse_address=True,
+        )
+
+    async def stop(self) -> None:
+        self._gate.close()
+        await super().stop()
