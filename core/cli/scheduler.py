@@ -84,6 +84,14 @@ def config_map_of(
     "--schedule-period", default="1s", show_default=True, help="Time between scheduling cycles."
 )
 @click.option(
+    "--early-cycle-gap",
+    default="20ms",
+    show_default=True,
+    help="When new pending pods or PodGroups arrive, start the next cycle this long after the "
+    "last one ended (at least as long as that cycle took) instead of waiting for "
+    "--schedule-period; 0 turns early cycles off.",
+)
+@click.option(
     "--default-queue",
     default=k.DEFAULT_QUEUE,
     show_default=True,
@@ -108,6 +116,7 @@ def scheduler(
     strict_config: bool,
     scheduler_configmap: str,
     schedule_period: str,
+    early_cycle_gap: str,
     default_queue: str,
     plain_pod_groups: str,
     listen_address: str,
@@ -135,6 +144,7 @@ def scheduler(
             scheduler_names=tuple(scheduler_names),
             scheduler_conf=scheduler_conf,
             schedule_period=parse_duration(schedule_period, "--schedule-period"),
+            early_cycle_gap=parse_duration(early_cycle_gap, "--early-cycle-gap"),
             default_queue=default_queue,
             listen_address=listen_address,
             healthz_address=healthz_address,

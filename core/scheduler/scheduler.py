@@ -31,6 +31,7 @@ from stromboli.core.scheduler.framework.outcome import EvictionRecord
 from stromboli.core.scheduler.framework.plugin import ACTIONS, Action
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.memorygroups import keep_in_memory
+from stromboli.core.scheduler.pipeline import refresh_podgroups, release, remember_written, reserve
 from stromboli.core.scheduler.status import collect
 from stromboli.core.scheduler.writer import StatusWriter, WriteReport
 
@@ -66,6 +67,23 @@ class CycleStats:
     @property
     def decision_seconds(self) -> float:
         return self.snapshot_seconds + sum(self.action_seconds.values())
+
+
+@dataclass(slots=True)
+class Decided:
+    """A cycle decided and not yet written (``Scheduler.commit`` writes it)."""
+
+    stats: CycleStats
+    ssn: Session
+    now: datetime
+    #: ``perf_counter`` when the cycle began.
+    started: float
+    #: Its bindings are held in the cache already (``Scheduler.reserve``).
+    reserved: bool = False
+
+    @property
+    def evicts(self) -> bool:
+        return bool(self.ssn.outcome.evictions)
 
 
 def builtin_queue(name: str) -> dict:
@@ -218,7 +236,11 @@ class Scheduler:
             )
 
     async def run_once(self) -> CycleStats:
-        """One scheduling cycle over the current cache."""
+        """One scheduling cycle over the current cache: decide, then write."""
+        return await self.commit(await self.decide())
+
+    async def decide(self) -> Decided:
+        """Fold in what the watch brought and run the actions; nothing is written yet."""
         stats = CycleStats()
         started = time.perf_counter()
         await self.informer.pump()
@@ -237,6 +259,19 @@ class Scheduler:
             action_started = time.perf_counter()
             self.action(name).execute(ssn)
             stats.action_seconds[name] = time.perf_counter() - action_started
+        return Decided(stats, ssn, now, started)
+
+    def reserve(self, cycle: Decided) -> None:
+        """Hold the cycle's bindings in the cache now, so that the next cycle may decide
+        while they are written (see ``pipeline``); a refused one is let go in ``commit``."""
+        outcome = cycle.ssn.outcome
+        reserve(self.cache, outcome.binds, outcome.pod_annotations)
+        cycle.reserved = True
+
+    async def commit(self, cycle: Decided) -> CycleStats:
+        """Write a cycle's decisions: evictions, bindings, then the statuses and events of
+        its closed session. Commits must run one after another, in the order decided."""
+        stats, ssn, now = cycle.stats, cycle.ssn, cycle.now
         write_started = time.perf_counter()
         report = WriteReport()
         await self.writer.evict(ssn.outcome.evictions, report, ssn.jobs)
@@ -249,6 +284,9 @@ class Scheduler:
         stats.stage_seconds["Bind"] = time.perf_counter() - bind_started
         stats.bound_at = self.clock.now()
         log_decisions(ssn, report)
+        if cycle.reserved:
+            for task, _ in report.bind_failures:
+                release(self.cache, task)
         for task in report.bound:
             self.cache.assume_bound(task, task.node_name, report.annotated.get(task.uid))
             # The API server has the binding now: the PodGroup status written below may count
@@ -260,9 +298,11 @@ class Scheduler:
         close_started = time.perf_counter()
         ssn.close()
         close_seconds = time.perf_counter() - close_started
+        if cycle.reserved:  # the previous cycle's writes may have landed since the snapshot
+            refresh_podgroups(ssn, self.cache)
         changes = collect(ssn, format_time(now))
         keep_in_memory(changes, ssn.jobs, self.cache)
-        await self.writer.write(changes)
+        remember_written(self.cache, await self.writer.write(changes))
         for job, error in ssn.outcome.set_aside:
             self.cache.quarantine.reject(job.podgroup, error, "PodGroup")
         await self.cache.quarantine.publish(self.writer.recorder)
@@ -274,7 +314,7 @@ class Scheduler:
         stats.status_writes = (
             len(changes.podgroups) + len(changes.queues) + len(changes.pod_conditions)
         )
-        stats.seconds = time.perf_counter() - started
+        stats.seconds = time.perf_counter() - cycle.started
         stats.session = ssn
         self.last_session = ssn
         return stats

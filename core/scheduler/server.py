@@ -4,10 +4,11 @@ The same ``Scheduler`` the simulator drives, fed by watches instead of a virtual
 ``schedule_period`` one cycle runs over the cache, and sooner when new work arrives (a pending
 pod or a PodGroup, seen by the watch), though never less than ``early_cycle_gap`` (nor less than
 the last cycle took) after the previous one ended, so that a pod created into a cluster with room
-waits a few milliseconds, not half a period. Events are written in the background. Metrics and
-health are served over HTTP; with leader election only the Lease holder schedules, and a process
-that loses the Lease stops. A SIGTERM lets the current cycle finish, then releases the Lease and
-closes the watches.
+waits a few milliseconds, not half a period. A cycle's bindings and statuses are written while
+the next cycle decides (the cache holds them meanwhile); events are written in the background.
+Metrics and health are served over HTTP; with leader election only the Lease holder schedules,
+and a process that loses the Lease stops. A SIGTERM lets the current cycle finish, then releases
+the Lease and closes the watches.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from stromboli.core.logsetup import settings_of
 from stromboli.core.scheduler.api.plaingroup import OBJECT, PlainPodGroups
 from stromboli.core.scheduler.conf import ConfigSource
 from stromboli.core.scheduler.metrics import SchedulerMetrics
-from stromboli.core.scheduler.scheduler import Scheduler
+from stromboli.core.scheduler.scheduler import CycleStats, Decided, Scheduler
 
 log = logging.getLogger(__name__)
 LEASE_NAME = "vc-scheduler"
@@ -58,6 +59,8 @@ class SchedulerOptions:
     plain_pod_groups: PlainPodGroups = OBJECT
     #: Seconds after a cycle before new work may start the next one early; 0: only on period.
     early_cycle_gap: float = 0.02
+    #: Write a cycle's bindings and statuses while the next cycle decides.
+    pipeline_writes: bool = True
 
 
 def start_settings(options: SchedulerOptions, config: ConfigSource) -> dict[str, object]:
@@ -190,25 +193,57 @@ class SchedulerServer:
                 await endpoint.stop()
 
     async def _loop(self, renewing: asyncio.Task | None) -> None:
-        while not self.stopping.is_set():
-            if renewing is not None and renewing.done():
-                raise LostLeadership("another scheduler holds the lease")
-            started = time.monotonic()
-            try:
-                stats = await self.scheduler.run_once()
-            except Exception:  # a bad cycle must not stop the scheduler
-                log.exception("scheduling cycle failed")
-            else:
+        writing: asyncio.Task[None] | None = None
+        try:
+            while not self.stopping.is_set():
+                if renewing is not None and renewing.done():
+                    raise LostLeadership("another scheduler holds the lease")
+                started = time.monotonic()
                 try:
-                    self.metrics.observe(stats)
-                except Exception:  # nor may a failure to record its metrics
-                    log.exception("recording the cycle's metrics failed")
-            if self.config.generation != self._reported_generation:
-                await self.report_config()
-            self.cycles += 1
-            self._last_cycle = time.monotonic()
-            if await self._wait_for_next(started, self._last_cycle):
-                self.early_cycles += 1
+                    writing = await self._cycle(writing)
+                except Exception:  # a bad cycle must not stop the scheduler
+                    log.exception("scheduling cycle failed")
+                if self.config.generation != self._reported_generation:
+                    await self.report_config()
+                self.cycles += 1
+                self._last_cycle = time.monotonic()
+                if await self._wait_for_next(started, self._last_cycle):
+                    self.early_cycles += 1
+        finally:
+            if writing is not None:
+                await writing  # a decided cycle is written before the process lets go
+
+    async def _cycle(self, writing: asyncio.Task[None] | None) -> asyncio.Task[None] | None:
+        """Decide a cycle while the previous one's writes go on (``writing``), then start
+        its own writes once those are done; returns them while they run. A cycle that evicts
+        is written before the next one decides, so that no victim is chosen twice."""
+        scheduler = self.scheduler
+        if not self.options.pipeline_writes:
+            self._observe(await scheduler.run_once())
+            return None
+        cycle = await scheduler.decide()
+        scheduler.reserve(cycle)
+        if writing is not None:
+            await writing
+        commit = asyncio.create_task(self._commit(cycle), name="scheduler-writes")
+        if cycle.evicts:
+            await commit
+            return None
+        return commit
+
+    async def _commit(self, cycle: Decided) -> None:
+        try:
+            stats = await self.scheduler.commit(cycle)
+        except Exception:  # a failed write must not stop the scheduler
+            log.exception("writing the scheduling cycle failed")
+            return
+        self._observe(stats)
+
+    def _observe(self, stats: CycleStats) -> None:
+        try:
+            self.metrics.observe(stats)
+        except Exception:  # nor may a failure to record its metrics
+            log.exception("recording the cycle's metrics failed")
 
     async def _wait_for_next(self, started: float, ended: float) -> bool:
         """Wait until the period that began at ``started`` is over, or until new work arrived

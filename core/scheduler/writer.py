@@ -214,7 +214,11 @@ class StatusWriter:
         log.warning("gave up marking %s/%s evicted after conflicts", task.namespace, task.name)
         return True
 
-    async def write(self, changes: StatusChanges) -> None:
+    async def write(self, changes: StatusChanges) -> list[dict]:
+        """Write the changes; returns the PodGroups as the store has them after their writes
+        (for the cache, ahead of the watch)."""
+        written: list[dict] = []
+
         async def podgroup(key: tuple[str, str]) -> None:
             namespace, name = key
             status = changes.podgroups.get(key)
@@ -228,12 +232,14 @@ class StatusWriter:
                     body["metadata"] = {**meta, "annotations": annotations}
                 return body
 
-            await self._write_latest(
+            stored = await self._write_latest(
                 f"PodGroup {namespace}/{name}",
                 changes.podgroup_objects.get(key),
                 lambda: self.store.get(k.SCHEDULING_V1BETA1, "PodGroup", name, namespace),
                 lambda pg: self.store.update(changed(pg)),
             )
+            if stored is not None:
+                written.append(stored)
 
         async def queue(item: tuple[str, dict[str, str]]) -> None:
             name, allocated = item
@@ -252,6 +258,7 @@ class StatusWriter:
         await bounded(changes.pod_conditions, self._pod_condition_with_event, self.concurrency)
         for event in changes.events:
             await self.recorder.record(event.involved, event.type, event.reason, event.message)
+        return written
 
     async def _write_latest(
         self,
@@ -259,24 +266,25 @@ class StatusWriter:
         cached: dict | None,
         fetch: Callable[[], Awaitable[dict]],
         put: Callable[[dict], Awaitable[dict]],
-    ) -> None:
+    ) -> dict | None:
         """Write against the cached object first (one request when it is current), then
-        against a fresh read after each conflict. A vanished object is not an error."""
+        against a fresh read after each conflict; returns what the store answered, or None.
+        A vanished object is not an error."""
         current = cached
         for _ in range(CONFLICT_RETRIES):
             try:
                 if current is None:
                     current = await fetch()
-                await put(current)
-                return
+                return await put(current)
             except ConflictError:
                 current = None
             except NotFoundError:
-                return
+                return None
             except ApiError as err:
                 log.warning("could not update %s: %s", what, err)
-                return
+                return None
         log.warning("gave up updating %s after conflicts", what)
+        return None
 
     async def _pod_condition(self, condition: PodCondition) -> None:
         now = format_time(self.clock.now())

@@ -272,6 +272,7 @@ async def test_server_reports_skipped_names_as_events_and_metric_per_version(
         ),
     )
     await server.report_config()
+    assert await server.events.flush(5)  # the server writes events in the background
     events = (await store.list("v1", "Event", "volcano-system")).items
     reasons = sorted((e["reason"], e["type"]) for e in events)
     assert reasons == [("UnknownConfiguration", "Warning")] * 3 + [("UnknownPlugin", "Warning")] * 2
@@ -283,6 +284,7 @@ async def test_server_reports_skipped_names_as_events_and_metric_per_version(
     write(path, conf("allocate", ["gang"]), 2000)
     server.config.current()
     await server.report_config()
+    assert await server.events.flush(5)
     assert "stromboli_scheduler_config_skipped{" not in server.metrics.exposition().decode()
     assert len((await store.list("v1", "Event", "volcano-system")).items) == len(events)
 

@@ -48,9 +48,11 @@ class CountingStore(MemoryStore):
         await super().delete(api_version, kind, *args, **kwargs)
 
 
-async def started(tmp_path: Path, *objects: dict) -> tuple[CountingStore, Scheduler]:
+async def started(
+    tmp_path: Path, *objects: dict, store_type: type[CountingStore] = CountingStore
+) -> tuple[CountingStore, Scheduler]:
     clock = VirtualClock(1000)
-    store = CountingStore(clock)
+    store = store_type(clock)
     conf = tmp_path / "scheduler.conf"
     conf.write_text(BASIC_CONF)
     scheduler = Scheduler(store, clock, ConfigSource(conf))

@@ -1,0 +1,96 @@
+"""What lets a cycle's writes run while the next cycle decides: the cache holds each binding
+from the moment it is decided (so the next snapshot neither places the pod again nor gives its
+room away), lets go of one the API server refused (the pod is pending again in the following
+snapshot), and learns the PodGroup statuses written (so the next cycle compares against what it
+wrote, not against what its snapshot saw before, and writes nothing twice).
+
+kube-scheduler does the same with its *assume* step: a pod is assumed on its node when the
+decision is made, and forgotten if the binding fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from stromboli.core.api import constants as k
+from stromboli.core.scheduler.api.job import TaskInfo
+from stromboli.core.scheduler.cache import SchedulerCache
+from stromboli.core.scheduler.framework.session import Session
+
+_POD = ("v1", "Pod")
+_PODGROUP = (k.SCHEDULING_V1BETA1, "PodGroup")
+
+
+def _version(obj: dict | None) -> int | None:
+    try:
+        return int(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
+    except ValueError:
+        return None
+
+
+def newer(candidate: dict, current: dict | None) -> bool:
+    """Whether ``candidate`` is a later version of the object than ``current`` (resource
+    versions compared as numbers, as both backends issue them; unknown: not newer)."""
+    if current is None:
+        return False
+    seen, new = _version(current), _version(candidate)
+    if seen is None or new is None:
+        return False
+    same = (candidate.get("metadata") or {}).get("uid") == (current.get("metadata") or {}).get(
+        "uid"
+    )
+    return same and new > seen
+
+
+def reserve(
+    cache: SchedulerCache,
+    binds: Iterable[tuple[TaskInfo, str]],
+    annotations: Mapping[str, dict[str, str]],
+) -> None:
+    """Hold every decided binding in the cache before it is written; a pod with annotations to
+    write (device ids) is held with them, so that its devices count as taken too."""
+    for task, node in binds:
+        notes = annotations.get(task.uid)
+        pod = None
+        if notes:
+            meta = task.pod.get("metadata") or {}
+            merged = {**(meta.get("annotations") or {}), **notes}
+            pod = {**task.pod, "metadata": {**meta, "annotations": merged}}
+        cache.assume_bound(task, node, pod)
+
+
+def release(cache: SchedulerCache, task: TaskInfo) -> None:
+    """Let go of a held binding the API server refused: the pod is pending again, unless the
+    watch has shown it placed meanwhile (then the cache already knows better)."""
+    if cache.assumed.pop(task.uid, None) is None:
+        return
+    record = cache.pods.get(task.uid)
+    if record is None:
+        return
+    pod = record.task.pod
+    spec = {key: value for key, value in (pod.get("spec") or {}).items() if key != "nodeName"}
+    cache.apply(_POD, "MODIFIED", {**pod, "spec": spec})
+
+
+def remember_written(cache: SchedulerCache, written: Iterable[dict]) -> None:
+    """Fold the PodGroups just written into the cache ahead of their watch events (which
+    then change nothing); a version the watch has already overtaken is left alone."""
+    for pg in written:
+        meta = pg.get("metadata") or {}
+        entry = cache.jobs.get(f"{meta.get('namespace', 'default')}/{meta.get('name')}")
+        if entry is not None and not entry.in_memory and newer(pg, entry.podgroup):
+            cache.apply(_PODGROUP, "MODIFIED", pg)
+
+
+def refresh_podgroups(ssn: Session, cache: SchedulerCache) -> None:
+    """Point each job of a session at its PodGroup as the cache knows it now, where that is
+    newer than the snapshot's (a write of the previous cycle landed meanwhile). A group the
+    session enqueued that is stored past Pending now was enqueued by that write: its phase is
+    compared as stored."""
+    for job in ssn.jobs.values():
+        entry = cache.jobs.get(job.uid)
+        current = entry.podgroup if entry is not None and not entry.in_memory else None
+        if current is not None and newer(current, job.podgroup):
+            job.podgroup = current
+            if job.phase != "Pending":
+                ssn.enqueued.discard(job.uid)
