@@ -30,6 +30,7 @@ from typing import Any, Final
 
 import kopf
 
+from stromboli.core.cluster.errors import GoneError
 from stromboli.core.cluster.jsondecode import copy_json
 from stromboli.core.cluster.kube import KubeStore
 from stromboli.core.cluster.kubeconfig import TOKEN_REREAD_SECONDS, KubeConfig
@@ -44,6 +45,10 @@ RELIST_DEBOUNCE_SECONDS: Final = 1.0
 """After kopf starts listing a kind, wait this long (its listing goes on) before ours."""
 WATCH_SERVER_TIMEOUT: Final = 300
 """Seconds one watch request lasts on the server (as :data:`~.kube.WATCH_TIMEOUT`)."""
+OWN_WATCH_KINDS: Final = frozenset({("v1", "Pod")})
+"""Kinds the driver lists and watches itself instead of through kopf. kopf gives every object
+its own worker task and batching window; a cluster's pods (tens of thousands, most of them not
+ours) made that the bulk of a restart's work, and a new vcjob's events queued behind them."""
 STOP_SECONDS: Final = 10.0
 RESTART_MAX_SECONDS: Final = 30.0
 
@@ -149,6 +154,8 @@ class KopfDriver:
         self._relist_due: dict[Kind, asyncio.TimerHandle] = {}
         self._resync_lock = asyncio.Lock()
         self._primed = False
+        #: resourceVersion of each kind's latest listing: where its own watch starts.
+        self._listed_at: dict[Kind, str] = {}
 
     def _route(self, informer: Informer) -> None:
         informer.fed = True
@@ -203,7 +210,10 @@ class KopfDriver:
         async with self._resync_lock:
             informers = self.routes[kind]
             before = [informer.snapshot(kind) for informer in informers]
-            listed = await self.store.list(*kind)
+            # The first listing may come from the API server's watch cache (one response, no
+            # paging); a later one must be a consistent read, not older than what is held.
+            listed = await self.store.list(*kind, cached=kind not in self._listed_at)
+            self._listed_at[kind] = listed.resource_version
             self.resyncs += 1
             vanished = 0
             for n, (informer, known) in enumerate(zip(informers, before, strict=True)):
@@ -218,6 +228,21 @@ class KopfDriver:
         for kind in self.kinds:
             await self.resync(kind)
         self._primed = True
+
+    async def _watch(self, kind: Kind) -> None:
+        """Follow ``kind`` from its latest listing, as kopf would, one plain stream for all
+        objects; after 410 Gone, list again (synthesising missed deletions) and go on."""
+        while True:
+            stream = self.store.watch(*kind, resource_version=self._listed_at[kind])
+            try:
+                async for event in stream:
+                    if event.type != "BOOKMARK":
+                        self.deliver(kind, event.type, event.object)
+            except GoneError:
+                log.info("watch of %s expired; listing again", kind[1])
+            finally:
+                await stream.aclose()
+            await self.resync(kind)
 
     async def _resync_forever(self) -> None:
         while True:
@@ -241,6 +266,8 @@ class KopfDriver:
             return connection_info(config)
 
         for kind in self.kinds:
+            if kind in OWN_WATCH_KINDS:
+                continue
             resource = await self.store.resources.resolve(*kind)
             group, _, version = kind[0].rpartition("/")
 
@@ -296,16 +323,25 @@ class KopfDriver:
             name="kopf operator",
         )
         resyncing = asyncio.create_task(self._resync_forever(), name="kopf driver resync")
+        watching = {
+            asyncio.create_task(self._watch(kind), name=f"kopf driver watch {kind[1]}")
+            for kind in self.kinds
+            if kind in OWN_WATCH_KINDS
+        }
         try:
-            done, _ = await asyncio.wait({operator, resyncing}, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                {operator, resyncing, *watching}, return_when=asyncio.FIRST_COMPLETED
+            )
             for task in done:
                 task.result()
         finally:
             stop_flag.set()
             resyncing.cancel()
+            for watch in watching:
+                watch.cancel()
             for timer in self._relist_due.values():
                 timer.cancel()
             self._relist_due.clear()
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await asyncio.wait_for(operator, STOP_SECONDS)
-            await asyncio.gather(resyncing, return_exceptions=True)
+            await asyncio.gather(resyncing, *watching, return_exceptions=True)
