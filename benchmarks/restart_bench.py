@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import re
 import resource
@@ -46,10 +47,18 @@ import orjson
 from live_bench import BACKGROUND, request_counts
 
 from stromboli.core.api.crds import build_crds
+from stromboli.core.clock import VirtualClock
 from stromboli.core.cluster import jsondecode
 from stromboli.core.cluster.kube import KubeConfig, KubeStore
+from stromboli.core.cluster.memory import MemoryStore
+from stromboli.core.controller.job.controller import JobController
 from stromboli.core.devcluster.controlplane import ControlPlane, free_port
+from stromboli.core.runtime import tune_gc
+from stromboli.core.scheduler.api.build import TEMPLATES
+from stromboli.core.scheduler.builtins import register_builtins
 from stromboli.core.scheduler.cache import SchedulerCache
+from stromboli.core.scheduler.conf import ConfigSource
+from stromboli.core.scheduler.scheduler import Scheduler, builtin_queue
 
 NAMESPACE = "default"
 PODGROUP_KIND = ("scheduling.volcano.sh/v1beta1", "PodGroup")
@@ -379,6 +388,126 @@ def measure_intake(args: argparse.Namespace) -> None:
     )
 
 
+def memory_store_fill(args: argparse.Namespace) -> tuple[MemoryStore, VirtualClock]:
+    """A memory store holding the fill: nodes, Running PodGroups, Running bound pods."""
+
+    async def fill_store() -> tuple[MemoryStore, VirtualClock]:
+        clock = VirtualClock(1000.0)
+        store = MemoryStore(clock, seed=1, history_limit=10)
+        template = ControlPlane(nodes=0)
+        for i in range(args.nodes):
+            node = template.node_manifest(f"kwok-node-{i}", i, cpu="32", memory="256Gi", pods=110)
+            node["kind"], node["apiVersion"] = "Node", "v1"
+            await store.create(node)
+        groups = args.pods // args.group_size
+        for g in range(groups):
+            pg = await store.create(podgroup(f"pg-{g}", args.group_size))
+            pg["status"] = {"phase": "Running", "running": args.group_size}
+            await store.update(pg)
+        for i in range(groups * args.group_size):
+            group = f"pg-{i // args.group_size}"
+            name = f"{group}-{i % args.group_size}"
+            pod = await store.create(bound_pod(name, group, f"kwok-node-{i % args.nodes}"))
+            pod["status"] = {"phase": "Running"}
+            await store.update_status(pod)
+        return store, clock
+
+    return asyncio.run(fill_store())
+
+
+def measure_scheduler_in_process(args: argparse.Namespace) -> None:
+    """A scheduler restarted on a memory store of the full size: CPU seconds of its start
+    (lists and cache fill), of its first cycle, and what that cycle writes; then a new
+    one-pod gang, bound by the next cycle."""
+    register_builtins()
+    tune_gc()
+    store, clock = memory_store_fill(args)
+
+    async def restart() -> None:
+        settle = Scheduler(store, clock, ConfigSource(None))
+        await settle.start()
+        await settle.run_once()  # a fresh fill's PodGroup statuses, as the live first start
+        del settle
+        gc.collect()
+        began = time.process_time()
+        scheduler = Scheduler(store, clock, ConfigSource(None))
+        await scheduler.start()
+        started = time.process_time()
+        first = await scheduler.run_once()
+        cycled = time.process_time()
+        await store.create(podgroup("probe", 1))
+        await store.create(bound_pod("probe", "probe", None))
+        second = await scheduler.run_once()
+        bound = time.process_time()
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        templates = TEMPLATES.hits, TEMPLATES.misses
+        print(
+            f"scheduler restart in process ({args.nodes} nodes, {args.pods} pods, memory "
+            f"store): start {started - began:.2f} cpu-s, first cycle {cycled - started:.2f} "
+            f"cpu-s ({first.status_writes} status writes, {first.bind_attempts} binds), next "
+            f"cycle with a new gang {bound - cycled:.2f} cpu-s ({second.bound} bound); task "
+            f"templates shared {templates[0]}, parsed {templates[1]}; peak RSS of this "
+            f"process {peak:.0f} MiB (load {os.getloadavg()[0]:.1f})"
+        )
+
+    asyncio.run(restart())
+
+
+def measure_controller_in_process(args: argparse.Namespace) -> None:
+    """The vcjob controller restarted on a memory store of ``--vcjobs`` settled vcjobs: CPU
+    seconds of its start, and of reconciling until a new vcjob has its PodGroup and pod."""
+
+    async def run() -> None:
+        tune_gc()
+        clock = VirtualClock(1000.0)
+        store = MemoryStore(clock, seed=1, history_limit=10)
+        for name in ("root", "default"):
+            queue = await store.create(builtin_queue(name))
+            queue["status"] = {"state": "Open"}
+            await store.update_status(queue)
+        for j in range(args.vcjobs):
+            await store.create(vcjob(f"vcjob-{j}"))
+        first = JobController(store, clock)
+        await first.step()
+        await admit_groups(store)
+        await first.step()
+        for pod in (await store.list("v1", "Pod")).items:
+            pod["spec"]["nodeName"] = "kwok-node-0"
+            pod = await store.update(pod)
+            pod["status"] = {"phase": "Running"}
+            await store.update_status(pod)
+        await first.step()
+        del first
+        gc.collect()
+        began = time.process_time()
+        restarted = JobController(store, clock)
+        await restarted.start()
+        started = time.process_time()
+        await store.create(vcjob("probe-job"))
+        writes = await restarted.step()
+        await admit_groups(store)
+        writes += await restarted.step()
+        done = time.process_time()
+        await store.get("v1", "Pod", "probe-job-worker-0", NAMESPACE)  # raises if missing
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(
+            f"controller restart in process ({args.vcjobs} settled vcjobs, memory store): "
+            f"start {started - began:.2f} cpu-s, new vcjob's PodGroup and pod "
+            f"{done - started:.2f} cpu-s, {writes} writes; peak RSS of this process "
+            f"{peak:.0f} MiB (load {os.getloadavg()[0]:.1f})"
+        )
+
+    asyncio.run(run())
+
+
+async def admit_groups(store: MemoryStore) -> None:
+    """What the scheduler's enqueue does: every Pending PodGroup moves to Inqueue."""
+    for pg in (await store.list(*PODGROUP_KIND)).items:
+        if (pg.get("status") or {}).get("phase") in (None, "", "Pending"):
+            pg["status"] = {**(pg.get("status") or {}), "phase": "Inqueue"}
+            await store.update(pg)
+
+
 async def main_async(args: argparse.Namespace) -> None:
     # kwok renews every node's Lease each quarter of its duration: at 5,000 nodes the default
     # (40 s) alone is 500 writes/s, which would measure the machine, not the restart.
@@ -411,15 +540,23 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=50000)
     parser.add_argument("--group-size", type=int, default=10)
     parser.add_argument("--vcjobs", type=int, default=5000)
-    parser.add_argument("--parts", default="intake,scheduler,controller")
+    parser.add_argument(
+        "--parts",
+        default="intake,scheduler,controller",
+        help="any of intake, controller-intake (in process), scheduler, controller (live)",
+    )
     parser.add_argument("--lease-seconds", type=int, default=600)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per wait")
     parser.add_argument("--profile", help="also profile one restart of the scheduler into FILE")
     parser.add_argument("--scheduler-arg", action="append", default=[])
     parser.add_argument("--controller-arg", action="append", default=[])
     args = parser.parse_args()
-    if "intake" in args.parts.split(","):
+    parts = args.parts.split(",")
+    if "intake" in parts:
         measure_intake(args)
+        measure_scheduler_in_process(args)
+    if "controller-intake" in parts:
+        measure_controller_in_process(args)
     if set(args.parts.split(",")) & {"scheduler", "controller"}:
         asyncio.run(main_async(args))
 
