@@ -6,6 +6,8 @@ with its scheduler started fresh and its objects deleted afterwards:
 
 - ``plain``: P plain pods with ``schedulerName: volcano``; ``stromboli scheduler`` and
   ``stromboli controller`` (which makes Volcano's one-pod PodGroups);
+- ``plain-memory``: the same P pods with both run as ``--plain-pod-groups=memory`` (the
+  scheduler keeps each one-pod group in memory: no PodGroup create, no pod patch);
 - ``kube``: the same P pods with ``schedulerName: default-scheduler`` and the kube-scheduler
   built from the same Kubernetes release (client QPS raised to match);
 - ``gangs``: G PodGroups of S pods each (PodGroup + pods), for stromboli;
@@ -24,8 +26,8 @@ resource, from the API server's ``apiserver_request_total`` (every client togeth
 script's creates, kwok's status updates, the schedulers' and controllers' writes).
 
 Run: .venv/bin/python benchmarks/live_bench.py [--nodes 1000] [--pods 5000] [--gangs 250]
-     [--gang-size 20] [--vcjobs 250] [--cases plain,kube,gangs,vcjobs] [--modes live,backlog]
-     [--scheduler-arg=--schedule-period=0.5s] [--json FILE]
+     [--gang-size 20] [--vcjobs 250] [--cases plain,plain-memory,kube,gangs,vcjobs]
+     [--modes live,backlog] [--scheduler-arg=--schedule-period=0.5s] [--json FILE]
 """
 
 from __future__ import annotations
@@ -361,14 +363,16 @@ async def main_async(args: argparse.Namespace) -> list[CaseResult]:
             "1",
         ]
 
-        def start_ours() -> None:
+        def start_ours(plain_pod_groups: str = "object") -> None:
+            mode = f"--plain-pod-groups={plain_pod_groups}"
             process["scheduler"] = subprocess.Popen(
-                [str(STROMBOLI), "scheduler", *common, *args.scheduler_arg]
+                [str(STROMBOLI), "scheduler", *common, mode, *args.scheduler_arg]
             )
             # Plain pods reach the scheduler through a one-pod PodGroup the controller makes,
-            # as with Volcano's pg-controller, and vcjobs through it: its work counts as ours.
+            # as with Volcano's pg-controller (unless in memory), and vcjobs through it: its
+            # work counts as ours.
             process["controller"] = subprocess.Popen(
-                [str(STROMBOLI), "controller", *common, *args.controller_arg]
+                [str(STROMBOLI), "controller", *common, mode, *args.controller_arg]
             )
 
         def stop_ours() -> None:
@@ -388,6 +392,11 @@ async def main_async(args: argparse.Namespace) -> list[CaseResult]:
         ours = Scheduler(
             start_ours, stop_ours, lambda: {name: p.pid for name, p in process.items()}
         )
+        ours_memory = Scheduler(
+            lambda: start_ours("memory"),
+            stop_ours,
+            lambda: {name: p.pid for name, p in process.items()},
+        )
         kube = Scheduler(
             lambda: cp.start_scheduler([f"--config={config}"]),
             cp.stop_scheduler,
@@ -395,6 +404,7 @@ async def main_async(args: argparse.Namespace) -> list[CaseResult]:
         )
         cases: dict[str, tuple[Callable[[], Workload], Scheduler]] = {
             "plain": (lambda: plain_pods("ours", args.pods, "volcano"), ours),
+            "plain-memory": (lambda: plain_pods("mem", args.pods, "volcano"), ours_memory),
             "kube": (lambda: plain_pods("kube", args.pods, "default-scheduler"), kube),
             "gangs": (lambda: gangs(args.gangs, args.gang_size), ours),
             "vcjobs": (lambda: vcjobs(args.vcjobs, args.gang_size), ours),
@@ -432,7 +442,7 @@ def main() -> None:
     parser.add_argument("--controller-arg", action="append", default=[])
     parser.add_argument("--json", type=Path, help="write every case's figures here")
     args = parser.parse_args()
-    unknown = set(args.cases.split(",")) - {"plain", "kube", "gangs", "vcjobs"}
+    unknown = set(args.cases.split(",")) - {"plain", "plain-memory", "kube", "gangs", "vcjobs"}
     if unknown or set(args.modes.split(",")) - {"live", "backlog"}:
         parser.error(f"unknown case or mode: {sorted(unknown) or args.modes}")
     results = asyncio.run(main_async(args))

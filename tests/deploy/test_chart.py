@@ -194,6 +194,18 @@ def test_values_reach_the_manifests() -> None:
     ]
 
 
+@pytest.mark.parametrize("mode", ["object", "memory"])
+def test_plain_pod_groups_reach_scheduler_and_controller_alike(mode: str) -> None:
+    objects = render({"plainPodGroups": mode})
+    for name in ("stromboli-scheduler", "stromboli-controller"):
+        given = [
+            v
+            for f, v in flags(args_of(objects, name, "volcano-system"))
+            if f == "--plain-pod-groups"
+        ]
+        assert given == [mode], name
+
+
 def test_switches_turn_objects_off() -> None:
     objects = render({"leaderElection": {"enabled": False}, "controller": {"enabled": False}})
     kinds = {(kind, name) for kind, _, name in objects}
@@ -308,6 +320,7 @@ def test_webhook_switch_removes_only_the_webhook() -> None:
         {"webhook": {"enabledAdmission": ["/jobs/admit"]}},
         {"webhook": {"enabledAdmission": []}},
         {"webhook": {"podsFailurePolicy": "Sometimes"}},
+        {"plainPodGroups": "fast"},
     ],
 )
 def test_values_schema_rejects_nonsense(values: dict) -> None:
