@@ -4,6 +4,7 @@ scheduler over an in-memory store, compared with Volcano's way (``object``) on t
 from __future__ import annotations
 
 import asyncio
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from stromboli.core.scheduler.api.plaingroup import (
 )
 from stromboli.core.scheduler.explain import explain, find_task
 from stromboli.core.scheduler.framework.session import Session
+from stromboli.core.scheduler.metrics import SchedulerMetrics
 from stromboli.core.scheduler.scheduler import Scheduler
 
 from .builders import (
@@ -378,4 +380,45 @@ def test_memory_mode_decides_as_object_mode(cpus: list[int], pods: list[tuple]) 
     with tempfile.TemporaryDirectory() as one, tempfile.TemporaryDirectory() as two:
         objects = asyncio.run(decide(Path(one), "object", cpus, pods))
         memory = asyncio.run(decide(Path(two), "memory", cpus, pods))
+    assert memory == objects
+
+
+#: Metrics of what was decided (not of how long it took): equal in both modes.
+DECIDED = re.compile(
+    r"^(volcano_queue_\w+|volcano_job_share|volcano_namespace_\w+|volcano_unschedule_\w+"
+    r"|volcano_schedule_attempts_total|stromboli_pending_pods)[{ ]"
+)
+
+
+async def decided_metrics(tmp: Path, mode: str) -> list[str]:
+    c = await cluster(tmp, mode, BASIC_CONF, node("n1", cpu="2"), queue("eng"))
+    metrics = SchedulerMetrics()
+    for i in range(5):
+        made = pod(
+            f"p{i}",
+            cpu="1",
+            owner=owner("rs1") if i < 2 else None,
+            annotations={k.QUEUE_NAME_ANNOTATION_KEY: "eng" if i % 2 else "default"},
+        )
+        created = await c.store.create(made)
+        if mode == "object":
+            await enrol_pod(c.store, created)
+        c.clock.advance(1)
+    for _ in range(3):
+        metrics.observe(await c.scheduler.run_once())
+        c.clock.advance(1)
+    text = metrics.exposition().decode()
+    # The store gives each run its own pod uids: name an owner-less pod's group by its pod.
+    for p in (await c.store.list("v1", "Pod")).items:
+        text = text.replace(f"podgroup-{p['metadata']['uid']}", f"group-of-{p['metadata']['name']}")
+    return sorted(line for line in text.splitlines() if DECIDED.match(line))
+
+
+async def test_metrics_of_the_decisions_are_the_same_in_both_modes(tmp_path: Path) -> None:
+    (tmp_path / "object").mkdir()
+    (tmp_path / "memory").mkdir()
+    objects = await decided_metrics(tmp_path / "object", "object")
+    memory = await decided_metrics(tmp_path / "memory", "memory")
+    assert any(line.startswith("volcano_queue_allocated_milli_cpu") for line in memory)
+    assert any("podgroup-rs1" in line for line in memory)  # per-job metrics name the group
     assert memory == objects
