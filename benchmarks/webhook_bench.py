@@ -17,6 +17,19 @@ a namespace labelled ``stromboli.dev/enroll: "true"``, owned by a ReplicaSet the
 follows by watch (the owner chain of a Deployment's pod), so the answer carries the
 scheduler, queue and ``podgroup-<uid>`` patch.
 
+The load client models the API server's webhook client: HTTP/1.1 with keep-alive, a
+connection reused whenever one is idle and a new one opened when none is (client-go keeps
+up to 25 idle per host and opens as many as it needs; ``--connections N`` caps them instead).
+It reports how many connections it opened. The server's CPU time per request (user + system,
+from ``/proc``) is printed beside the latencies, with the load average: on a shared machine
+the wall-clock tail follows the other work, the CPU per request does not.
+
+``--flood RATE`` runs a third process during the load that opens ``RATE`` new TLS connections
+a second (no request on them; each held ``--flood-hold`` seconds unless the server closes it
+first), the client that took an unbounded server to 3.8 GiB; the server's peak RSS, its
+connection counters and the flood's outcomes are printed. ``--server-arg`` passes a flag to
+``webhook-manager`` (``--server-arg=--max-connections=1000000`` for the unbounded case).
+
 ``--memory`` then sends reviews just under the 7 MiB body limit, several at once, and prints
 the server's peak RSS (``VmHWM``) before and after.
 
@@ -43,6 +56,7 @@ from pathlib import Path
 PATHS = ("/jobs/validate", "/queues/validate", "/pods/mutate", "/pods/validate")
 QUEUES = "/apis/scheduling.volcano.sh/v1beta1/queues"
 ENROLLED = "bench-enrol"
+WARM_CONNECTIONS = 8
 
 
 # --- reviews ---------------------------------------------------------------------------------
@@ -140,7 +154,9 @@ def reviews(owner_uid: str = "") -> dict[str, bytes]:
 # --- the load process ------------------------------------------------------------------------
 
 
-async def load(base: str, ca: str, rate: float, seconds: float, owner_uid: str = "") -> dict:
+async def load(
+    base: str, ca: str, rate: float, seconds: float, owner_uid: str = "", connections: int = 0
+) -> dict:
     import aiohttp
 
     trust = ssl.create_default_context(cafile=ca)
@@ -148,9 +164,19 @@ async def load(base: str, ca: str, rate: float, seconds: float, owner_uid: str =
     latencies: dict[str, list[float]] = defaultdict(list)
     statuses: Counter[str] = Counter()
     last_answer = 0.0
-    connector = aiohttp.TCPConnector(limit=0, ssl=trust)
+    opened = 0
+
+    async def on_create(*_args: object) -> None:
+        nonlocal opened
+        opened += 1
+
+    tracing = aiohttp.TraceConfig()
+    tracing.on_connection_create_end.append(on_create)
+    connector = aiohttp.TCPConnector(limit=connections, ssl=trust, keepalive_timeout=60)
     timeout = aiohttp.ClientTimeout(total=10)
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as http:
+    async with aiohttp.ClientSession(
+        connector=connector, timeout=timeout, trace_configs=[tracing]
+    ) as http:
 
         async def one(path: str) -> None:
             nonlocal last_answer
@@ -173,6 +199,12 @@ async def load(base: str, ca: str, rate: float, seconds: float, owner_uid: str =
                 statuses[f"error {type(err).__name__}"] += 1
             last_answer = max(last_answer, time.perf_counter())
 
+        # A running API server has its pool already: open it before the clock starts.
+        for _ in range(2):
+            await asyncio.gather(*(one("/pods/validate") for _ in range(WARM_CONNECTIONS)))
+        latencies.clear()
+        statuses.clear()
+        warm_opened = opened
         total = int(rate * seconds)
         tasks = []
         t0 = time.perf_counter()
@@ -189,7 +221,55 @@ async def load(base: str, ca: str, rate: float, seconds: float, owner_uid: str =
         "lag_after_last_send": last_answer - last_send,
         "latencies": latencies,
         "statuses": dict(statuses),
+        "connections_opened": opened - warm_opened,
+        "connections_warm": warm_opened,
     }
+
+
+async def flood(base: str, rate: float, seconds: float, hold: float) -> dict:
+    """New TLS connections at ``rate`` a second, no request on any; each held ``hold`` s."""
+    host, port = base.removeprefix("https://").rsplit(":", 1)
+    careless = ssl.create_default_context()
+    careless.check_hostname = False
+    careless.verify_mode = ssl.CERT_NONE  # the client's CPU goes to opening, not verifying
+    outcomes: Counter[str] = Counter()
+
+    async def one() -> None:
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(host, int(port), ssl=careless), 10
+            )
+        except TimeoutError:
+            outcomes["handshake timeout"] += 1
+            return
+        except (OSError, asyncio.IncompleteReadError) as err:
+            outcomes[f"refused ({type(err).__name__})"] += 1
+            return
+        outcomes["opened"] += 1
+        try:
+            await asyncio.wait_for(reader.read(), hold)
+            outcomes["closed by the server"] += 1
+        except TimeoutError:
+            outcomes["held to the end"] += 1
+        except OSError:
+            outcomes["reset by the server"] += 1
+        finally:
+            writer.transport.abort()
+
+    tasks: set[asyncio.Task[None]] = set()
+    t0 = time.perf_counter()
+    sent = 0
+    while (elapsed := time.perf_counter() - t0) < seconds:
+        due = int(elapsed * rate)
+        for _ in range(due - sent):
+            task = asyncio.create_task(one())
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+        sent = max(sent, due)
+        await asyncio.sleep(0.005)
+    send_seconds = time.perf_counter() - t0
+    await asyncio.gather(*tasks, return_exceptions=True)
+    return {"attempted": sent, "seconds": send_seconds, "outcomes": dict(outcomes)}
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -210,6 +290,10 @@ def report(result: dict) -> None:
             f"{1000 * _percentile(values, 0.99):>8.2f} {1000 * max(values, default=0):>8.2f}"
         )
     print("answers:", json.dumps(result["statuses"], sort_keys=True))
+    print(
+        f"load client connections: {result['connections_warm']} opened before the clock, "
+        f"{result['connections_opened']} more during the load (HTTP/1.1 keep-alive)"
+    )
     ok = result["statuses"].get("200", 0)
     print(f"errors: {result['sent'] - ok} of {result['sent']}")
     print(f"last answer {result['lag_after_last_send'] * 1000:.0f} ms after the last send")
@@ -233,6 +317,16 @@ def _wait_ready(url: str, process: subprocess.Popen, log: Path, timeout: float =
             pass  # not listening yet
         time.sleep(0.2)
     sys.exit(f"webhook-manager not ready after {timeout:.0f}s:\n{log.read_text()[-3000:]}")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def load_average() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def peak_rss_mib(pid: int) -> float:
@@ -304,14 +398,35 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--memory", action="store_true", help="also the memory probe")
     parser.add_argument("--enrol", action="store_true", help="/pods/mutate enrols (owner chain)")
+    parser.add_argument(
+        "--connections", type=int, default=0, help="cap on the load client's connections"
+    )
+    parser.add_argument("--flood", type=float, default=0.0, help="new TLS connections a second")
+    parser.add_argument("--flood-hold", type=float, default=30.0, help="seconds each is held")
+    parser.add_argument(
+        "--server-arg", action="append", default=[], help="extra webhook-manager flag"
+    )
     parser.add_argument("--load", nargs=2, metavar=("BASE", "CA"), help=argparse.SUPPRESS)
+    parser.add_argument("--flood-of", metavar="BASE", help=argparse.SUPPRESS)
     parser.add_argument("--owner-uid", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.load:  # the second process
         result = asyncio.run(
-            load(args.load[0], args.load[1], args.rate, args.seconds, args.owner_uid)
+            load(
+                args.load[0],
+                args.load[1],
+                args.rate,
+                args.seconds,
+                args.owner_uid,
+                args.connections,
+            )
         )
         print(json.dumps(result))
+        return
+    if args.flood_of:  # the third process
+        print(
+            json.dumps(asyncio.run(flood(args.flood_of, args.flood, args.seconds, args.flood_hold)))
+        )
         return
 
     from stromboli.core.api.crds import build_crds
@@ -360,6 +475,7 @@ def main() -> None:
                 "--kube-api-qps=50",
                 "--kube-api-burst=100",
                 "--v=1",
+                *args.server_arg,
             ],
             stdout=log.open("ab"),
             stderr=subprocess.STDOUT,
@@ -371,20 +487,59 @@ def main() -> None:
             print(f"load: {args.rate:.0f} req/s for {args.seconds:.0f} s, {', '.join(PATHS)}")
             if owner_uid:
                 print(f"/pods/mutate: enrolment of a pod owned by ReplicaSet uid {owner_uid}")
+            flooder = None
+            if args.flood:
+                print(
+                    f"flood: {args.flood:.0f} new TLS connections/s, "
+                    f"each held {args.flood_hold:.0f} s"
+                )
+                flooder = subprocess.Popen(
+                    [
+                        *(sys.executable, __file__, "--flood-of", base),
+                        *(f"--flood={args.flood}", f"--seconds={args.seconds}"),
+                        f"--flood-hold={args.flood_hold}",
+                    ],
+                    stdout=subprocess.PIPE,
+                    text=True,
+                )
+            print(f"load average before: {load_average()}")
+            cpu_before = cpu_seconds(server.pid)
             loader = subprocess.run(
                 [
                     *(sys.executable, __file__, "--load", base, str(run_dir / "ca.crt")),
                     *(f"--rate={args.rate}", f"--seconds={args.seconds}"),
                     f"--owner-uid={owner_uid}",
+                    f"--connections={args.connections}",
                 ],
                 capture_output=True,
                 text=True,
                 check=True,
             )
-            report(json.loads(loader.stdout.strip().splitlines()[-1]))
+            cpu = cpu_seconds(server.pid) - cpu_before
+            result = json.loads(loader.stdout.strip().splitlines()[-1])
+            report(result)
+            print(
+                f"server CPU {cpu:.2f} s for {result['sent']} requests: "
+                f"{1000 * cpu / max(1, result['sent']):.3f} ms per request; "
+                f"load average after: {load_average()}"
+            )
+            if flooder is not None:
+                out, _ = flooder.communicate(timeout=args.flood_hold + 60)
+                flooded = json.loads(out.strip().splitlines()[-1])
+                print(
+                    f"flood: {flooded['attempted']} connections in {flooded['seconds']:.1f} s: "
+                    + json.dumps(flooded["outcomes"], sort_keys=True)
+                )
             with urllib.request.urlopen(f"http://127.0.0.1:{health}/metrics") as answer:
                 for line in answer.read().decode().splitlines():
-                    if line.startswith("stromboli_webhook_requests_total"):
+                    if line.startswith(
+                        (
+                            "stromboli_webhook_requests_total",
+                            "stromboli_webhook_connections_refused_total",
+                            "stromboli_webhook_tls_handshake_failures_total",
+                            "stromboli_webhook_open_connections",
+                        )
+                    ):
                         print("server:", line)
             print(f"webhook-manager peak RSS {peak_rss_mib(server.pid):.0f} MiB")
             if args.memory:

@@ -57,7 +57,7 @@ from stromboli.webhooks.limits import (
     deadline_after,
     expired,
 )
-from stromboli.webhooks.metrics import WebhookMetrics
+from stromboli.webhooks.metrics import OUTCOMES, WebhookMetrics
 from stromboli.webhooks.owners import FetchNeeded, inline_review
 from stromboli.webhooks.policyfile import PolicyFile
 from stromboli.webhooks.registration import ClientTarget, own_namespace, register
@@ -231,17 +231,18 @@ class AdmissionHandler:
         self.workers = workers
         self.budget = budget
         self.metrics = metrics
+        # This path's series, looked up once rather than per request.
+        self._latency = metrics.latency.labels(service.path)
+        self._outcomes = {o: metrics.requests.labels(service.path, o) for o in OUTCOMES}
 
     def _done(self, path: str, arrival: float, outcome: str, reason: str = "") -> None:
-        self.metrics.count(path, outcome)
+        self._outcomes[outcome].inc()
         if reason:
             self.metrics.errors.labels(path, reason).inc()
-        self.metrics.latency.labels(path).observe(time.monotonic() - arrival)
+        self._latency.observe(time.monotonic() - arrival)
 
     def _give_back(self, size: int) -> None:
         self.budget.give_back(size)
-        self.metrics.inflight.set(self.budget.requests)
-        self.metrics.inflight_bytes.set(self.budget.bytes)
 
     async def handle(self, http: web.Request) -> web.Response:
         arrival = time.monotonic()
@@ -262,13 +263,14 @@ class AdmissionHandler:
                 text="the webhook is at its in-flight limit; retry",
                 headers={"Retry-After": RETRY_AFTER},
             )
-        self.metrics.inflight.set(self.budget.requests)
-        self.metrics.inflight_bytes.set(self.budget.bytes)
         handed = False
         try:
             try:
-                async with asyncio.timeout(deadline - time.monotonic()):
-                    body = await http.read()
+                if http.content.is_eof():
+                    body = await http.read()  # all here already: nothing to wait for
+                else:
+                    async with asyncio.timeout(deadline - time.monotonic()):
+                        body = await http.read()
             except web.HTTPRequestEntityTooLarge:
                 self._done(path, arrival, "too_large")
                 return _too_large(None)
@@ -340,6 +342,8 @@ def admission_app(
     app[APP_CACHE] = cache
     app[APP_METRICS] = metrics
     budget = Budget(max_inflight, max_inflight_bytes)
+    metrics.inflight.set_function(lambda: budget.requests)  # read when scraped
+    metrics.inflight_bytes.set_function(lambda: budget.bytes)
     pool = Workers(workers)
 
     policy_file = options.queue_policy if isinstance(options.queue_policy, PolicyFile) else None
