@@ -265,8 +265,8 @@ class Scheduler:
         """Hold the cycle's bindings in the cache now, so that the next cycle may decide
         while they are written (see ``pipeline``); a refused one is let go in ``commit``."""
         outcome = cycle.ssn.outcome
+        cycle.reserved = True  # set first: whatever was held before a failure is let go too
         reserve(self.cache, outcome.binds, outcome.pod_annotations)
-        cycle.reserved = True
 
     async def commit(self, cycle: Decided) -> CycleStats:
         """Write a cycle's decisions: evictions, bindings, then the statuses and events of

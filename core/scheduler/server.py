@@ -222,11 +222,16 @@ class SchedulerServer:
             self._observe(await scheduler.run_once())
             return None
         cycle = await scheduler.decide()
-        scheduler.reserve(cycle)
+        try:
+            scheduler.reserve(cycle)
+            held = True
+        except Exception:  # the cache could not hold them: write them before deciding again
+            log.exception("holding the cycle's bindings in the cache failed")
+            held = False
         if writing is not None:
             await writing
         commit = asyncio.create_task(self._commit(cycle), name="scheduler-writes")
-        if cycle.evicts:
+        if cycle.evicts or not held:
             await commit
             return None
         return commit

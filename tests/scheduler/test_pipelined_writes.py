@@ -9,8 +9,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from stromboli.core.clock import VirtualClock
 from stromboli.core.cluster.errors import InternalError
 from stromboli.core.scheduler.scheduler import Scheduler
+from stromboli.core.scheduler.server import SchedulerOptions, SchedulerServer
+from tests.server.test_scheduler_server import wait_for
 
 from .builders import node
 from .test_write_counts import CountingStore, by_kind, gang, started
@@ -116,3 +119,27 @@ async def test_a_refusal_reported_after_a_newer_watch_event_changes_nothing(
     again = await scheduler.decide()
     assert placed(again) == []
     assert scheduler.cache.pods[first.ssn.outcome.binds[0][0].uid].task.node_name == "n1"
+
+
+async def test_the_server_retries_a_refused_binding_and_binds_each_pod_once() -> None:
+    store = SlowStore(VirtualClock(1000))
+    await store.create(node("n1", cpu="8"))
+    for obj in gang("g", 3, "1"):
+        await store.create(obj)
+    store.refuse = {"g-1"}
+    options = SchedulerOptions(schedule_period=0.05, listen_address="", healthz_address="")
+    server = SchedulerServer(store, options)
+    running = asyncio.create_task(server.run())
+    try:
+
+        async def all_bound() -> bool:
+            pods = (await store.list("v1", "Pod")).items
+            return all(p["spec"].get("nodeName") for p in pods)
+
+        await wait_for(all_bound)
+        await asyncio.sleep(0.3)  # more cycles, pipelined: none binds anything again
+    finally:
+        server.stop()
+        await asyncio.wait_for(running, 5)
+    assert store.bound == Counter({"g-0": 1, "g-1": 1, "g-2": 1})
+    assert not store.refuse  # the refusal happened
