@@ -1,8 +1,8 @@
 """Which framework CRDs the cluster serves, asked once when the controller starts.
 
 A framework whose CRD is not installed is skipped with one info line: watching a kind the API
-server does not serve would fail the whole process. A CRD installed later is picked up when
-the controller restarts (its Deployment rolls, or the pod is deleted).
+server does not serve only fails. A CRD installed later is picked up while the controller runs,
+by its watch of CustomResourceDefinitions (:meth:`.live.FrameworkController.follow_crds`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ async def served(
         found.append(info)
     if missing:
         log.info(
-            "framework CRDs not installed, their adapters are off until a restart: %s",
+            "framework CRDs not installed, their adapters start once they are: %s",
             ", ".join(missing),
         )
     return found

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Final
 
+from stromboli.core.api.constants import APIEXTENSIONS_V1
 from stromboli.core.api.registry import KindInfo, kind_info
 
 
@@ -56,17 +57,26 @@ def framework_kind(api_version: str, kind: str) -> KindInfo | None:
     return _BY_KIND.get((api_version, kind))
 
 
+#: The CRDs themselves, which the controller watches to follow frameworks installed later.
+CRD_KIND: Final = KindInfo(
+    APIEXTENSIONS_V1, "CustomResourceDefinition", "customresourcedefinitions", False, True
+)
+
+
 def with_framework_kinds(
     kinds: Iterable[tuple[str, str]] | None = None,
 ) -> Callable[[str, str], KindInfo | None]:
-    """A kind resolver for the memory store: the shared registry plus the framework kinds
-    (``kinds``: only those, as if only their CRDs were installed; None: all)."""
+    """A kind resolver for the memory store: the shared registry, CustomResourceDefinitions
+    and the framework kinds (``kinds``: only those, as if only their CRDs were installed;
+    None: all)."""
     served = None if kinds is None else set(kinds)
 
     def resolve(api_version: str, kind: str) -> KindInfo | None:
         found = kind_info(api_version, kind)
         if found is not None:
             return found
+        if (api_version, kind) == (CRD_KIND.api_version, CRD_KIND.kind):
+            return CRD_KIND
         if served is not None and (api_version, kind) not in served:
             return None
         return framework_kind(api_version, kind)

@@ -1,9 +1,12 @@
 """The adapters on a live cluster: framework objects get their PodGroups in the controller.
 
-Run by ``stromboli controller`` next to the vcjob controller, fed by the same kopf operator
-(or by its own list+watch): every framework kind whose CRD the cluster serves
-(:mod:`.discovery`), the PodGroups, the PriorityClasses, and the pods of the controller's
-shared pod watch. For each framework object the registry's adapter computes the gang:
+Run by ``stromboli controller`` next to the vcjob controller. The PodGroups, PriorityClasses
+and Namespaces come from the same kopf operator as the other controllers' kinds (or from our own
+list+watch), the pods from the controller's shared pod watch; every framework kind whose CRD
+is served has a watch of its own (:mod:`.watches`), begun for the kinds discovery finds at start
+(:mod:`.discovery`) and, while the process runs, for each framework CRD that becomes
+``Established`` (:mod:`.crds`: the controller watches CustomResourceDefinitions); a CRD deleted
+stops its kind's watch. For each framework object the registry's adapter computes the gang:
 
 - a PodGroup that does not exist is created, owned by the framework object (``controller``,
   ``blockOwnerDeletion``), so the garbage collector deletes it with its owner;
@@ -50,11 +53,13 @@ from stromboli.integrations.common import (
     is_ours,
     labels_of,
 )
+from stromboli.integrations.crds import CRD_KIND, read_crd, trim
 from stromboli.integrations.discovery import served
 from stromboli.integrations.jobset import lws
 from stromboli.integrations.kinds import CONVERTED, FRAMEWORK_KINDS, RELATED
 from stromboli.integrations.registry import SPARK_SUBMIT, adapter_for, is_spark_submit_pod
 from stromboli.integrations.spark.submit import ROLE_LABEL
+from stromboli.integrations.watches import KindWatches, keep_following
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +70,7 @@ NAMESPACE: Final[Kind] = ("v1", "Namespace")
 RAY_CLUSTER: Final[Kind] = ("ray.io/v1", "RayCluster")
 LWS: Final[Kind] = (lws.API_VERSION, "LeaderWorkerSet")
 TRAINJOB: Final[Kind] = ("trainer.kubeflow.org/v1alpha1", "TrainJob")
+CRD: Final[Kind] = (CRD_KIND.api_version, CRD_KIND.kind)
 COMPONENT: Final = "stromboli-framework-adapters"
 #: Reason of the Warning event on a framework object that gets no PodGroup (Volcano's reason
 #: for a job whose PodGroup cannot be made).
@@ -141,6 +147,10 @@ class FrameworkController:
         self.events: EventSink = events or EventRecorder(store, self.clock, COMPONENT)
         self.quarantine = quarantine or Quarantine(COMPONENT)
         self.informer = Informer(store, list(BASE_KINDS), self.handle, quarantine=self.quarantine)
+        #: One watch per framework kind followed (they come and go with their CRDs).
+        self.watches = KindWatches(store, self.handle, self.quarantine)
+        #: Why each framework CRD that is established is not followed (logged once each).
+        self._crd_problems: dict[str, str] = {}
         self._served: set[Kind] = set()
         self._enrolled: set[str] = set()
         self._groups: dict[str, dict[str, dict]] = {}
@@ -163,14 +173,14 @@ class FrameworkController:
     # --- setting up ---------------------------------------------------------------------------
 
     async def prepare(self) -> None:
-        """Find the served framework kinds and build the informer that follows them."""
+        """Find the served framework kinds (one watch each, begun by :meth:`run` or the
+        first :meth:`pump`) and build the informer of the other kinds."""
         if self.kinds is None:
             self.kinds = await served(self.store, FRAMEWORK_KINDS)
         served_kinds = {(i.api_version, i.kind) for i in self.kinds}
         if ("kubeflow.org/v2beta1", "MPIJob") in served_kinds:
             # Two versions of one CRD list the same objects: the MPI operator's wins.
             served_kinds.discard(("kubeflow.org/v1", "MPIJob"))
-        self._served = served_kinds
         ordered = [
             (i.api_version, i.kind)
             for i in FRAMEWORK_KINDS
@@ -179,8 +189,90 @@ class FrameworkController:
         names = ", ".join(kind for _, kind in ordered) or "none"
         log.info("framework adapters on for: %s", names)
         self.informer = Informer(
-            self.store, [*BASE_KINDS, *ordered], self.handle, quarantine=self.quarantine
+            self.store, list(BASE_KINDS), self.handle, quarantine=self.quarantine
         )
+        for kind in ordered:
+            self.follow(kind)
+
+    # --- framework kinds coming and going -------------------------------------------------------
+
+    def follow(self, kind: Kind) -> None:
+        """Start following a framework kind: its objects are listed, then watched."""
+        if kind in self._served:
+            return
+        self._served.add(kind)
+        self.watches.add(kind)
+
+    def unfollow(self, kind: Kind) -> None:
+        """Stop following a framework kind (its CRD is gone): its watch ends and what was
+        known of its objects is forgotten. Their PodGroups are left to the garbage collector:
+        deleting a CRD deletes its objects first, and the groups they own go with them."""
+        if kind not in self._served:
+            return
+        self._served.discard(kind)
+        self.watches.remove(kind)
+        for ns, named in self._objects.pop(kind, {}).items():
+            for name in named:
+                self._forget((*kind, ns, name))
+
+    def _crd_seen(self, _kind: Kind, event_type: str, crd: dict) -> None:
+        """A CRD event: a framework CRD established starts its kind's watch, one deleted
+        (or no longer readable) stops it; other CRDs are ignored."""
+        reading = read_crd(crd)
+        trim(crd)  # the cache keeps names, not schemas
+        if reading is None:
+            return
+        if event_type != "DELETED" and reading.follow is None and not reading.problem:
+            return  # not established yet: nothing to decide
+        wanted = None if event_type == "DELETED" else reading.follow
+        for info in reading.versions:
+            kind = (info.api_version, info.kind)
+            if kind in self._served and info != wanted:
+                log.info(
+                    "framework adapter off for %s (%s): its CRD %s %s",
+                    info.kind,
+                    info.api_version,
+                    reading.name,
+                    "was deleted" if event_type == "DELETED" else "no longer serves it",
+                )
+                self.unfollow(kind)
+        if wanted is not None and (wanted.api_version, wanted.kind) not in self._served:
+            log.info(
+                "framework adapter on for %s (%s): its CRD %s is established",
+                wanted.kind,
+                wanted.api_version,
+                reading.name,
+            )
+            self.follow((wanted.api_version, wanted.kind))
+        problem = "" if event_type == "DELETED" else reading.problem
+        if problem and self._crd_problems.get(reading.name) != problem:
+            log.warning("%s", log_safe(problem, MESSAGE_LIMIT))
+        if problem:
+            self._crd_problems[reading.name] = problem
+        else:
+            self._crd_problems.pop(reading.name, None)
+
+    async def follow_crds(self) -> None:
+        """Watch CustomResourceDefinitions until cancelled (one list, then one watch: a
+        framework CRD is noticed as soon as it is established, for fewer requests than asking
+        discovery again every few seconds). Without the grant to list them, or on a server
+        that serves none, framework CRDs installed later wait for a restart, as said once."""
+        informer = Informer(self.store, [CRD], self._crd_seen, quarantine=self.quarantine)
+        listed = True
+        try:
+            await informer.start()
+        except Exception as err:
+            await informer.stop()
+            if isinstance(err, ApiError) and err.code in (401, 403, 404):
+                log.warning(
+                    "CustomResourceDefinitions cannot be watched (%s): a framework CRD "
+                    "installed from now on is followed after a restart; grant list and watch "
+                    "on customresourcedefinitions.apiextensions.k8s.io (deploy/rbac.yaml)",
+                    err,
+                )
+                return
+            listed = False  # anything else is tried again below, with backoff
+        await keep_following(informer, "CustomResourceDefinitions", listed=listed)
 
     @property
     def served_kinds(self) -> frozenset[Kind]:
@@ -330,12 +422,8 @@ class FrameworkController:
                 if not known:
                     self._mark(key)  # its gang is made once; the pod's later events change none
         leader_of = labels.get(lws.NAME_LABEL)
-        if (
-            LWS in self._served
-            and isinstance(leader_of, str)
-            and leader_of
-            and labels.get(lws.WORKER_INDEX_LABEL) == "0"
-        ):
+        if isinstance(leader_of, str) and leader_of and labels.get(lws.WORKER_INDEX_LABEL) == "0":
+            # Kept while LeaderWorkerSet is not followed too: its CRD may be followed later.
             leaders = self._leaders.setdefault((ns, leader_of), {})
             fresh = name not in leaders
             if event_type == "DELETED":
@@ -517,13 +605,17 @@ class FrameworkController:
     async def pump(self) -> int:
         """Apply queued watch events, then reconcile (for callers that step the store)."""
         await self.informer.pump()
+        await self.watches.pump()
         return await self.step()
 
-    async def run(self, own_watch: bool = True) -> None:
-        """Reconcile as events come; ``own_watch=False`` when a kopf driver feeds the informer.
-        :meth:`prepare` must have run."""
+    async def run(self, own_watch: bool = True, follow_crds: bool = True) -> None:
+        """Reconcile as events come; ``own_watch=False`` when a kopf driver feeds the informer
+        (the framework kinds are watched here either way); ``follow_crds``: watch CRDs to
+        follow framework kinds installed or removed meanwhile. :meth:`prepare` must have run."""
         await self.informer.start()
         follow = asyncio.create_task(self.informer.run()) if own_watch else None
+        self.watches.start_all()
+        crds = asyncio.create_task(self.follow_crds(), name="CRD watch") if follow_crds else None
         try:
             while True:
                 await self.step()
@@ -534,9 +626,11 @@ class FrameworkController:
                     follow.result()
                     return
         finally:
-            if follow is not None:
-                follow.cancel()
-                await asyncio.gather(follow, return_exceptions=True)
+            for task in (follow, crds):
+                if task is not None:
+                    task.cancel()
+                    await asyncio.gather(task, return_exceptions=True)
+            await self.watches.close()
             await self.informer.stop()
 
 

@@ -81,6 +81,7 @@ CLUSTER_NEEDS: Final[dict[str, list[Need]]] = {
         ("events", ("create", "get", "update")),
         ("namespaces", LIST_WATCH),
         *_framework(LIST_WATCH),
+        ("apiextensions.k8s.io/customresourcedefinitions", LIST_WATCH),
         *[(f"{r}/finalizers", ("update",)) for r in _OWNERS],
         ("pods/finalizers", ("update",)),
     ],

@@ -114,6 +114,8 @@ CONTROLLER_CALLS: set[Grant] = (
     | grants("pods/finalizers", "update")
     | grants("namespaces", *R)
     | grants("scheduling.volcano.sh/podgroups", "get")
+    # ... and the CRDs, to follow a framework installed or removed while the controller runs.
+    | grants("apiextensions.k8s.io/customresourcedefinitions", *R)
     # core/controller/hypernodes.py: HyperNode discovery follows the nodes and writes the
     # HyperNodes it labels as its own, and their nodeCount.
     | grants("nodes", *R)
