@@ -537,9 +537,8 @@ def main() -> None:
                             "stromboli_webhook_requests_total",
                             "stromboli_webhook_connections_refused_total",
                             "stromboli_webhook_tls_handshake_failures_total",
-                            "stromboli_webhook_open_connections",
                         )
-                    ):
+                    ) and not line.endswith(" 0.0"):
                         print("server:", line)
             print(f"webhook-manager peak RSS {peak_rss_mib(server.pid):.0f} MiB")
             if args.memory:

@@ -5,13 +5,16 @@ bound on how many: a client that opens new connections without end costs the ser
 300 KiB and a handshake's CPU each, until it runs out of memory (see :mod:`.limits`). So the
 listener here accepts plain TCP and this module decides, per socket, before any TLS work:
 
-- over :attr:`ConnectionLimits.max_connections` open connections, or over
-  :attr:`~ConnectionLimits.max_handshakes` handshakes in progress, the socket is closed at
+- over :attr:`ConnectionLimits.max_connections` open connections, the socket is closed at
   once and counted in ``stromboli_webhook_connections_refused_total{reason}``;
-- otherwise TLS is started on it (``loop.start_tls``) within
-  :attr:`~ConnectionLimits.handshake_timeout`, and the connection is handed to aiohttp's
-  request handler, which closes it after :attr:`~ConnectionLimits.keepalive_timeout` without
-  a request. It holds its place until it closes, however it closes.
+- otherwise TLS is started on it (``loop.start_tls``), when fewer than
+  :attr:`~ConnectionLimits.max_handshakes` handshakes are in progress, or as soon as one
+  ends: its ClientHello waits in the kernel meanwhile, so that a burst of new connections
+  from the API server (it opens one per concurrent call when none is idle) costs latency,
+  not errors. The handshake must end within :attr:`~ConnectionLimits.handshake_timeout` of
+  the accept, waiting included; then the connection is handed to aiohttp's request handler,
+  which closes it after :attr:`~ConnectionLimits.keepalive_timeout` without a request. It
+  holds its place until it closes, however it closes.
 
 Connections already open are never closed to make room: the API server's keep-alive
 connections stay usable under a flood of new ones. Everything runs on the event loop, so
@@ -24,6 +27,7 @@ import asyncio
 import logging
 import ssl
 from collections import Counter as Tally
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
@@ -42,7 +46,6 @@ from stromboli.webhooks.limits import (
 log = logging.getLogger(__name__)
 
 OVER_CONNECTIONS: Final = "max_connections"
-OVER_HANDSHAKES: Final = "max_handshakes"
 HANDSHAKE_TIMED_OUT: Final = "handshake_timeout"
 HANDSHAKE_FAILED: Final = "handshake_failed"
 
@@ -50,7 +53,7 @@ HANDSHAKE_FAILED: Final = "handshake_failed"
 @dataclass(frozen=True, slots=True)
 class ConnectionLimits:
     """The bounds of one listener (``--max-connections``, ``--max-tls-handshakes``,
-    ``--keep-alive-timeout``)."""
+    ``--keep-alive-timeout``); the handshake timeout counts from the accept."""
 
     max_connections: int = MAX_CONNECTIONS
     max_handshakes: int = MAX_HANDSHAKES
@@ -83,20 +86,21 @@ class ConnectionBook:
     refused: Tally[str] = field(default_factory=Tally)
 
     def admit(self) -> str:
-        """Take a place for a new connection and its handshake: ``""``, or the bound that
-        refuses it (counted)."""
+        """Take a place for a new connection: ``""``, or the bound that refuses it (counted)."""
         if self.open >= self.limits.max_connections:
-            reason = OVER_CONNECTIONS
-        elif self.handshaking >= self.limits.max_handshakes:
-            reason = OVER_HANDSHAKES
-        else:
-            self.open += 1
-            self.handshaking += 1
-            self.peak_open = max(self.peak_open, self.open)
-            self.peak_handshaking = max(self.peak_handshaking, self.handshaking)
-            return ""
-        self.refused[reason] += 1
-        return reason
+            self.refused[OVER_CONNECTIONS] += 1
+            return OVER_CONNECTIONS
+        self.open += 1
+        self.peak_open = max(self.peak_open, self.open)
+        return ""
+
+    def start_handshake(self) -> bool:
+        """Take a handshake place for an admitted connection; ``False``: it waits."""
+        if self.handshaking >= self.limits.max_handshakes:
+            return False
+        self.handshaking += 1
+        self.peak_handshaking = max(self.peak_handshaking, self.handshaking)
+        return True
 
     def handshake_over(self) -> None:
         """The handshake ended, either way; the connection keeps its place."""
@@ -134,6 +138,11 @@ class ConnectionMetrics:
             registry=registry,
         )
         handshakes.set_function(lambda: book.handshaking)
+        self.waiting = Gauge(
+            "stromboli_webhook_tls_handshakes_waiting",
+            "Accepted connections waiting for a handshake place.",
+            registry=registry,
+        )
 
 
 class _Tls(asyncio.Protocol):
@@ -221,6 +230,8 @@ class ConnectionGate:
         self.ssl_context = ssl_context
         self.handler_factory = handler_factory
         self.metrics = ConnectionMetrics(registry or CollectorRegistry(), self.book)
+        self.waiting: deque[tuple[asyncio.Transport, _Tls, float]] = deque()
+        self.metrics.waiting.set_function(lambda: len(self.waiting))
         self._handshakes: set[asyncio.Task[None]] = set()
 
     def protocol(self) -> asyncio.Protocol:
@@ -235,13 +246,32 @@ class ConnectionGate:
             return
         transport.pause_reading()  # the ClientHello waits for start_tls, not for us
         tls = _Tls(self.book, self.handler_factory())
-        task = asyncio.get_running_loop().create_task(self._handshake(transport, tls))
+        loop = asyncio.get_running_loop()
+        if self.book.start_handshake():
+            self._start(transport, tls, self.limits.handshake_timeout)
+        else:
+            self.waiting.append((transport, tls, loop.time()))
+
+    def _start(self, transport: asyncio.Transport, tls: _Tls, timeout: float) -> None:
+        task = asyncio.get_running_loop().create_task(self._handshake(transport, tls, timeout))
         self._handshakes.add(task)
         task.add_done_callback(self._handshakes.discard)
 
-    async def _handshake(self, transport: asyncio.Transport, tls: _Tls) -> None:
+    def _next(self) -> None:
+        """Give the handshake places that are free to the connections waiting longest;
+        those that have waited out their handshake time are closed instead."""
+        now = asyncio.get_running_loop().time()
+        while self.waiting and self.book.handshaking < self.limits.max_handshakes:
+            transport, tls, accepted = self.waiting.popleft()
+            left = self.limits.handshake_timeout - (now - accepted)
+            if left <= 0:
+                self._failed(transport, tls, HANDSHAKE_TIMED_OUT)
+                continue
+            self.book.start_handshake()
+            self._start(transport, tls, left)
+
+    async def _handshake(self, transport: asyncio.Transport, tls: _Tls, timeout: float) -> None:
         loop = asyncio.get_running_loop()
-        timeout = self.limits.handshake_timeout
         try:
             async with asyncio.timeout(timeout):
                 secured = await loop.start_tls(
@@ -249,7 +279,7 @@ class ConnectionGate:
                     tls,
                     self.ssl_context,
                     server_side=True,
-                    ssl_handshake_timeout=timeout + 1,  # ours ends it first, and is counted
+                    ssl_handshake_timeout=self.limits.handshake_timeout + 1,  # ours ends first
                 )
         except TimeoutError:
             self._failed(transport, tls, HANDSHAKE_TIMED_OUT)
@@ -264,6 +294,7 @@ class ConnectionGate:
             raise
         finally:
             self.book.handshake_over()
+            self._next()
         if secured is None:  # the connection closed as the handshake ended
             tls.release()
             return
@@ -275,8 +306,12 @@ class ConnectionGate:
         tls.release()
 
     def close(self) -> None:
-        """Abandon the handshakes in progress (the listener is stopping); open connections
-        are aiohttp's to close."""
+        """Abandon the handshakes in progress and waiting (the listener is stopping); open
+        connections are aiohttp's to close."""
+        while self.waiting:
+            transport, tls, _accepted = self.waiting.popleft()
+            transport.abort()
+            tls.release()
         for task in list(self._handshakes):
             task.cancel()
 

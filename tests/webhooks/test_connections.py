@@ -1,6 +1,7 @@
-"""The listener under connection floods (issue 10): open connections and TLS handshakes are
-bounded, the excess is closed at accept and counted, stalled handshakes and idle connections
-time out, and a keep-alive client goes on being served throughout.
+"""The listener under connection floods (issue 10): open connections are bounded and the
+excess closed at accept and counted, TLS handshakes in progress are bounded and the rest
+wait their turn, stalled handshakes and idle connections time out, and a keep-alive client
+goes on being served throughout.
 
 The server is the whole WebhookServer with real TLS on loopback; the assertions are counts
 (the server's book and its metrics), never timings. Waits have generous hang guards only.
@@ -31,7 +32,6 @@ from stromboli.webhooks.connections import (
     HANDSHAKE_FAILED,
     HANDSHAKE_TIMED_OUT,
     OVER_CONNECTIONS,
-    OVER_HANDSHAKES,
     ConnectionBook,
     ConnectionGate,
     ConnectionLimits,
@@ -55,35 +55,36 @@ def test_the_book_never_passes_its_bounds_and_counts_every_refusal(
     max_connections: int, max_handshakes: int, steps: list[tuple[str, int]]
 ) -> None:
     book = ConnectionBook(ConnectionLimits(max_connections, max_handshakes))
-    shaking, established = 0, 0  # the model
-    refused = {OVER_CONNECTIONS: 0, OVER_HANDSHAKES: 0}
+    waiting, shaking, established = 0, 0, 0  # the model
+    refused = 0
     for step, _pick in steps:
-        if step == "a":  # a socket arrives
-            expected = (
-                OVER_CONNECTIONS
-                if shaking + established >= max_connections
-                else OVER_HANDSHAKES
-                if shaking >= max_handshakes
-                else ""
-            )
-            assert book.admit() == expected
-            if expected:
-                refused[expected] += 1
-            else:
+        if step == "a":  # a socket arrives: refused, or admitted to shake hands or wait
+            full = waiting + shaking + established >= max_connections
+            assert book.admit() == (OVER_CONNECTIONS if full else "")
+            if full:
+                refused += 1
+            elif book.start_handshake():
+                assert shaking < max_handshakes
                 shaking += 1
-        elif step == "f" and shaking:  # a handshake finishes
+            else:
+                assert shaking == max_handshakes
+                waiting += 1
+        elif step in "fd" and shaking:  # a handshake finishes (f) or fails (d)
             book.handshake_over()
-            shaking, established = shaking - 1, established + 1
-        elif step == "d" and shaking:  # a handshake fails: the connection goes
-            book.handshake_over()
-            book.closed()
             shaking -= 1
+            if step == "f":
+                established += 1
+            else:
+                book.closed()
+            if waiting:  # the place goes to a waiting connection
+                assert book.start_handshake()
+                waiting, shaking = waiting - 1, shaking + 1
         elif step == "c" and established:  # an established connection closes
             book.closed()
             established -= 1
-        assert (book.open, book.handshaking) == (shaking + established, shaking)
+        assert (book.open, book.handshaking) == (waiting + shaking + established, shaking)
         assert book.open <= max_connections and book.handshaking <= max_handshakes
-    assert dict(book.refused) == {k: v for k, v in refused.items() if v}
+    assert book.refused[OVER_CONNECTIONS] == refused
     assert book.peak_open <= max_connections and book.peak_handshaking <= max_handshakes
 
 
@@ -226,41 +227,38 @@ async def test_a_flood_of_connections_is_bounded_and_a_keep_alive_client_is_serv
             assert await admitted()  # the API server's keep-alive connection, opened first
             assert book.open == 1
 
-            # 50 sockets that never start their handshake: 4 hold the handshake places.
+            # 50 sockets that never start their handshake: 4 hold the handshake places,
+            # 11 wait for one, 35 are refused.
             stalled = [await asyncio.open_connection("127.0.0.1", server.port) for _ in range(50)]
-            await until(lambda: book.open + book.refused[OVER_HANDSHAKES] == 51, "not accepted")
-            assert (book.open, book.handshaking, book.refused[OVER_HANDSHAKES]) == (5, 4, 46)
+            await until(lambda: book.open + book.refused[OVER_CONNECTIONS] == 51, "not accepted")
+            assert (book.open, book.handshaking, len(gate_of(server).waiting)) == (16, 4, 11)
 
             def ended(stream: Stream) -> bool:
                 return stream[0].at_eof() or stream[0].exception() is not None
 
-            await until(lambda: sum(map(ended, stalled)) == 46, "the refused were not closed")
-            refused_stalls = [s for s in stalled if ended(s)]
-            held = [s for s in stalled if not ended(s)]
-            assert len(held) == 4
-            close_all(held[:2])  # two give up: their handshakes fail, their places come back
-            await until(lambda: book.handshaking == 2, "failed handshakes kept their places")
-            close_all(refused_stalls)
-
-            # 100 complete TLS connections, one after another: 13 fit (16 - 1 - 2 stalled).
-            flood = [s for _ in range(100) if (s := await tls_attempt(server.port, trust))]
-            assert len(flood) == 13
-            assert book.open == 16 and book.refused[OVER_CONNECTIONS] == 87
+            await until(lambda: sum(map(ended, stalled)) == 35, "the refused were not closed")
             for _ in range(20):  # the keep-alive client is served while the server is full
+                assert await admitted()
+            close_all(stalled)  # they give up: handshakes fail, the waiting get their turn
+            await until(lambda: book.open == 1, "failed handshakes kept their places")
+            failed = "stromboli_webhook_tls_handshake_failures_total"
+            assert sample(server, failed, HANDSHAKE_FAILED) == 15
+
+            # 100 complete TLS connections, one after another: 15 fit beside the client.
+            flood = [s for _ in range(100) if (s := await tls_attempt(server.port, trust))]
+            assert len(flood) == 15
+            assert book.open == 16 and book.refused[OVER_CONNECTIONS] == 35 + 85
+            for _ in range(20):
                 assert await admitted()
             assert created == 1  # on its one connection, which the flood never took
 
             assert book.peak_open <= 16 and book.peak_handshaking <= 4
             refused = "stromboli_webhook_connections_refused_total"
-            assert sample(server, refused, OVER_CONNECTIONS) == 87
-            assert sample(server, refused, OVER_HANDSHAKES) == 46
-            failed = "stromboli_webhook_tls_handshake_failures_total"
-            assert sample(server, failed, HANDSHAKE_FAILED) == 2
+            assert sample(server, refused, OVER_CONNECTIONS) == 120
             gauge = server.metrics.registry.get_sample_value("stromboli_webhook_open_connections")
             assert gauge == 16
 
             close_all(flood)
-            close_all(held[2:])
             await until(lambda: book.open == 1, "closed connections kept their places")
             assert book.handshaking == 0
 
@@ -309,3 +307,22 @@ async def test_a_request_in_the_handshakes_last_flight_is_answered(
         answers = await asyncio.gather(*(one() for _ in range(20)))
         assert all(a.startswith(b"HTTP/1.1 200") and b'"allowed":true' in a for a in answers)
         await until(lambda: gate_of(server).book.open == 0, "closed connections kept places")
+
+
+async def test_a_connection_over_the_handshake_bound_waits_its_turn(
+    certificate: ServingCertificate, trust: ssl.SSLContext
+) -> None:
+    bounds = ConnectionLimits(max_handshakes=1, handshake_timeout=60)
+    async with serving(certificate, bounds) as server:
+        book = gate_of(server).book
+        stall = await asyncio.open_connection("127.0.0.1", server.port)  # holds the one place
+        await until(lambda: book.handshaking == 1, "the stalled socket was not taken up")
+        client = asyncio.create_task(tls_attempt(server.port, trust))
+        await until(lambda: len(gate_of(server).waiting) == 1, "the client did not wait")
+        assert not client.done()
+        close_all([stall])
+        secured = await client
+        assert secured is not None  # its turn came: a wait, not a refusal
+        assert book.peak_handshaking == 1 and not book.refused
+        close_all([secured])
+        await until(lambda: book.open == 0, "closed connections kept their places")
