@@ -14,6 +14,7 @@ whole cluster, which other tests' work would sway.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from stromboli.core.api.crds import build_crds
+from stromboli.core.cluster.errors import NotFoundError
 from stromboli.core.cluster.kube import KubeConfig, KubeStore
 from stromboli.core.devcluster import ControlPlane, build_control_plane
 
@@ -67,7 +69,8 @@ async def namespace(store: KubeStore, request: pytest.FixtureRequest) -> AsyncIt
         await store.delete("v1", "Pod", pod["metadata"]["name"], name)
     # Not left to the garbage collector: the next test's scheduler would write their status.
     for group in (await store.list(*PG, name)).items:
-        await store.delete(*PG, group["metadata"]["name"], name)
+        with contextlib.suppress(NotFoundError):  # the garbage collector may be first
+            await store.delete(*PG, group["metadata"]["name"], name)
 
 
 class Processes:
@@ -195,6 +198,17 @@ async def test_plain_pods_are_bound_in_both_modes(
             assert writes_to_podgroups(spent) == 0
             assert spent[("PATCH", "pods")] == 0  # no annotation patch
             assert not any(GROUP in (p["metadata"].get("annotations") or {}) for p in pods)
+
+        async def every_pod_told() -> bool:
+            events = (await store.list("v1", "Event", namespace)).items
+            told = {
+                e["involvedObject"]["name"]
+                for e in events
+                if e.get("reason") == "Scheduled" and e["involvedObject"]["kind"] == "Pod"
+            }
+            return told == {f"p{i}" for i in range(count)}
+
+        await eventually(every_pod_told)  # the binding's event, one per pod
         events = (await store.list("v1", "Event", namespace)).items
         scheduled = [e for e in events if e.get("reason") == "Scheduled"]
         assert {e["involvedObject"]["kind"] for e in scheduled} == (
@@ -202,6 +216,7 @@ async def test_plain_pods_are_bound_in_both_modes(
         )
         per_pod = sum(spent.values()) / count
         print(f"{mode}: {per_pod:.2f} requests per pod: {dict(spent.most_common(8))}")
+        print("events:", Counter((e["reason"], e["involvedObject"]["kind"]) for e in events))
     finally:
         processes.stop()
 
