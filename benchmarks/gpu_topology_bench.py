@@ -5,23 +5,29 @@ Default input: 5,000 nodes of 8 GPUs (``nvidia.com/gpu``, 96 cpu, 768Gi), racks 
 pods of one GPU each, each with ``networkTopology`` hard within tier 1 (a rack), so every gang
 must find one rack that holds it whole. Volcano's default configuration with
 ``network-topology-aware``. Prints pods placed per second of scheduling time (snapshot and
-actions; loading and store writes excluded), the cycles, and the load average (the machine is
-shared).
+actions; loading and store writes excluded) in wall time and in process CPU time of the same
+stages (the machine is shared: CPU time is the steadier figure), the cycles, and the load
+average. ``--profile FILE`` writes a cProfile of the simulation (print it with ``pstats``).
 
 Run: .venv/bin/python benchmarks/gpu_topology_bench.py [--nodes N] [--jobs J] [--size S]
-[--topology hard|soft|none]
+[--topology hard|soft|none] [--profile FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
+import functools
 import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from stromboli.core.scheduler.builtins import BUILTIN_ACTIONS
+from stromboli.core.scheduler.cache import SchedulerCache
+from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.simulate.engine import Simulation
 from stromboli.core.simulate.loader import load
 
@@ -129,12 +135,45 @@ spec:
     return "\n---\n".join(docs) + "\n"
 
 
-async def run(path: Path, conf: Path) -> dict:
+def count_cpu(cls: type, method: str, totals: list[float]) -> None:
+    """Add the process CPU time of every call of ``cls.method`` to ``totals[0]``."""
+    original = getattr(cls, method)
+
+    @functools.wraps(original)
+    def counted(*args: object, **kwargs: object) -> object:
+        started = time.process_time()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            totals[0] += time.process_time() - started
+
+    setattr(cls, method, counted)
+
+
+def count_decision_cpu() -> list[float]:
+    """CPU seconds of the stages the decision time covers: snapshot, session open, actions."""
+    totals = [0.0]
+    count_cpu(SchedulerCache, "snapshot", totals)
+    count_cpu(Session, "open", totals)
+    for action in BUILTIN_ACTIONS:
+        count_cpu(action, "execute", totals)
+    return totals
+
+
+async def run(path: Path, conf: Path, profile: str | None = None) -> dict:
     started = time.perf_counter()
     objects = load([path])
     loaded = time.perf_counter() - started
+    cpu = count_decision_cpu()
+    profiler = cProfile.Profile() if profile else None
+    if profiler is not None:
+        profiler.enable()
     result = await Simulation(objects, scheduler_conf=conf).run()
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(profile)
     return {
+        "decision_cpu_s": cpu[0],
         "load_s": loaded,
         "pods_bound": result.pods_bound,
         "decision_s": result.decision_seconds,
@@ -154,14 +193,16 @@ def main() -> int:
         default="hard",
         help="the gangs' networkTopology mode (none: no networkTopology, for comparison)",
     )
+    parser.add_argument("--profile", help="write a cProfile of the simulation to this file")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "gpu-topology.yaml"
         path.write_text(workload(args.nodes, args.jobs, args.size, args.topology))
         conf = Path(folder) / "conf.yaml"
         conf.write_text(CONFIG)
-        figures = asyncio.run(run(path, conf))
+        figures = asyncio.run(run(path, conf, args.profile))
     bound, seconds = figures["pods_bound"], figures["decision_s"]
+    cpu = figures["decision_cpu_s"]
     load = os.getloadavg()
     print(
         f"{args.nodes} nodes x 8 GPUs, 3-tier HyperNodes, {args.jobs} gangs of {args.size} "
@@ -170,7 +211,8 @@ def main() -> int:
     )
     print(
         f"decision throughput: {bound / seconds if seconds else 0:.0f} pods/s "
-        f"({seconds:.2f} s scheduling; loading {figures['load_s']:.1f} s); busiest cycle "
+        f"({seconds:.2f} s scheduling); {bound / cpu if cpu else 0:.0f} pods per CPU second "
+        f"({cpu:.2f} s CPU); loading {figures['load_s']:.1f} s; busiest cycle "
         f"{figures['busiest_cycle'][0]:.2f} s for {figures['busiest_cycle'][1]} pods; "
         f"load average {load[0]:.2f} {load[1]:.2f}"
     )

@@ -70,6 +70,8 @@ class NetworkTopologyPlugin(Plugin):
         self.tree: HyperNodeTree | None = None
         #: Job uid → the lowest HyperNode holding its placed tasks (None: none placed).
         self._anchors: dict[str, str | None] = {}
+        #: Anchor → per node row, the tier score of the HyperNode the node shares with it.
+        self._joins: dict[str, np.ndarray] = {}
         if self.weight == 0 or not any(network_topology(j) for j in ssn.jobs.values()):
             return  # nothing to score: keep the hot path free of this plugin
         ssn.register(ExtensionPoint.HYPER_NODE_ORDER, self.name, self.hyper_node_order)
@@ -153,16 +155,23 @@ class NetworkTopologyPlugin(Plugin):
         anchor = self._anchors[task.job_id]
         if anchor is None:
             return scores
-        top = tree.root_tier
-        span = max(top - min(tree.tiers()), 1)
-        nodes = self.ssn.nodes.nodes
-        tiers: dict[str, float] = {}
-        for i, position in enumerate(positions):
-            shared = tree.join(anchor, nodes[int(position)].name)
-            if shared not in tiers:
-                tiers[shared] = (top - tree.hypernodes[shared].tier) / span
-            scores[i] = tiers[shared]
-        return scores * MAX_SCORE * self.weight
+        return self._join_scores(anchor)[positions] * MAX_SCORE * self.weight
+
+    def _join_scores(self, anchor: str) -> np.ndarray:
+        """Per node row, how low the HyperNode it shares with ``anchor`` is (1 for ``anchor``
+        itself, 0 for the root), computed once per anchor: the anchor's ancestors, highest
+        first, each marking its nodes (a lower one overwrites its parent's mark)."""
+        scores = self._joins.get(anchor)
+        if scores is None:
+            tree = self._tree()
+            table = self.ssn.nodes
+            top = tree.root_tier
+            span = max(top - min(tree.tiers()), 1)
+            scores = np.zeros(len(table))
+            for info in reversed(tree.ancestors(anchor)):
+                scores[tree.mask(info.name, table.position, len(table))] = (top - info.tier) / span
+            self._joins[anchor] = scores
+        return scores
 
     def _placed(self, task: TaskInfo) -> None:
         if task.job_id in self._anchors and task.node_name:

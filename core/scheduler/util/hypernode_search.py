@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -85,19 +85,59 @@ def best_of(
 # -- what is known of each HyperNode of a tier without a trial ---------------------------
 
 
+#: Incremental updates of a kept sum before it is summed afresh (bounds rounding drift).
+REFRESH_AFTER = 512
+
+
 @dataclass(slots=True, eq=False)
 class LevelRows:
-    """The node-table rows of a tier's HyperNodes, grouped for one ``reduceat`` per sum."""
+    """The node-table rows of a tier's HyperNodes, grouped for one ``reduceat`` per sum, and
+    per-HyperNode sums kept current from the rows whose version changed since the last look."""
 
     names: tuple[str, ...]
     rows: np.ndarray
     #: Where each HyperNode's rows start in ``rows``.
     starts: np.ndarray
     allocatable: np.ndarray
+    #: Per table row, the index of the HyperNode holding it (-1: none); None when a row is
+    #: under two of them (then sums are always taken afresh).
+    group: np.ndarray | None = None
+    #: Per array name: (sums, versions seen, row values summed, updates since summed afresh).
+    _kept: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]] = field(
+        default_factory=dict
+    )
 
     def sums(self, array: np.ndarray) -> np.ndarray:
         """Per HyperNode, the column sums of ``array`` over its rows."""
         return np.add.reduceat(array[self.rows], self.starts, axis=0)
+
+    def current_sums(
+        self,
+        key: str,
+        array: np.ndarray,
+        versions: np.ndarray,
+        transform: Callable[[np.ndarray], np.ndarray] | None = None,
+    ) -> np.ndarray:
+        """:meth:`sums` of ``transform(array)``, updated from the rows whose ``versions``
+        changed since the last call with ``key`` (read-only: the kept array is returned)."""
+        kept = self._kept.get(key)
+        if kept is not None and self.group is not None:
+            sums, seen, last, updates = kept
+            stale = np.flatnonzero(seen != versions)
+            if stale.shape[0] * 4 < self.rows.shape[0] and updates[0] < REFRESH_AFTER:
+                if stale.shape[0]:
+                    fresh = array[stale] if transform is None else transform(array[stale])
+                    groups = self.group[stale]
+                    inside = groups >= 0
+                    np.add.at(sums, groups[inside], (fresh - last[stale])[inside])
+                    last[stale] = fresh
+                    seen[stale] = versions[stale]
+                    updates[0] += 1
+                return sums
+        values = array if transform is None else transform(array)
+        sums = self.sums(values)
+        self._kept[key] = (sums, versions.copy(), values.copy(), [0])
+        return sums
 
     def any(self, mask: np.ndarray) -> np.ndarray:
         """Per HyperNode, whether ``mask`` holds on one of its rows."""
@@ -124,6 +164,9 @@ def level_rows(ssn: Session, tree: HyperNodeTree, names: Sequence[str]) -> Level
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
         level = LevelRows(key, rows, starts, np.zeros(0))
         level.allocatable = level.sums(table.allocatable)
+        if np.unique(rows).shape[0] == rows.shape[0]:
+            level.group = np.full(len(table), -1)
+            level.group[rows] = np.repeat(np.arange(len(key)), lengths)
     cache[key] = level
     return level
 
@@ -161,7 +204,7 @@ def prospects(
     count = len(level.names)
     bounds = np.zeros(count)
     if scorers:
-        used = level.sums(table.used)
+        used = level.current_sums("used", table.used, table.versions)
         low = np.minimum(vectors, 0).sum(axis=0)
         high = np.maximum(vectors, 0).sum(axis=0)
         for bound in scorers:
@@ -171,7 +214,8 @@ def prospects(
         everywhere = np.ones(count, dtype=bool)
         return Prospects(bounds, everywhere, everywhere)
     can_place = np.zeros(count, dtype=bool)
-    for vector in np.unique(vectors, axis=0):
+    shapes = vectors[:1] if (vectors == vectors[0]).all() else np.unique(vectors, axis=0)
+    for vector in shapes:
         fits_later, _ = resource_fit(ssn, vector, True)
         can_place |= level.any(fits_later)
     can_ready = can_place & _room_for_gang(ssn, level, vectors, missing)
@@ -193,7 +237,12 @@ def _room_for_gang(ssn: Session, level: LevelRows, vectors: np.ndarray, missing:
         return np.zeros(len(level.names), dtype=bool)
     least = np.sort(vectors, axis=0)[:missing].sum(axis=0)
     least[POD_COLUMN] = 0.0  # pod slots are the predicates' business
-    room = level.sums(np.maximum(ssn.nodes.idle_now, 0.0))
+    table = ssn.nodes
+    room = level.current_sums("room", table.idle_now, table.versions, _positive)
     # Each allocation may overshoot a node's room by EPSILON; sums round.
     slack = missing * EPSILON + TOLERANCE * np.abs(room)
     return np.all(room + slack >= least, axis=1)
+
+
+def _positive(array: np.ndarray) -> np.ndarray:
+    return np.maximum(array, 0.0)

@@ -26,7 +26,7 @@ import numpy as np
 import regex
 
 from stromboli.core.api import constants as k
-from stromboli.core.cluster.selectors import SelectorError, selector_from_dict
+from stromboli.core.cluster.selectors import IN, Selector, SelectorError, selector_from_dict
 from stromboli.core.scheduler.api.job import JobInfo
 from stromboli.core.scheduler.api.status import ALLOCATED_STATUS, TaskStatus
 from stromboli.core.scheduler.framework.session import Session
@@ -67,6 +67,8 @@ class HyperNodeTree:
         #: What was wrong with stored HyperNodes, one line each, naming object and field.
         self.problems: list[str] = []
         self._masks: dict[tuple[str, int], np.ndarray] = {}
+        self._at_tier: dict[int, list[HyperNodeInfo]] = {}
+        self._tiers: list[int] | None = None
 
     @property
     def root(self) -> HyperNodeInfo:
@@ -77,15 +79,21 @@ class HyperNodeTree:
         return self.root.tier
 
     def tiers(self) -> list[int]:
-        """Every tier in use, lowest first (the root's last)."""
-        return sorted({info.tier for info in self.hypernodes.values()})
+        """Every tier in use, lowest first (the root's last); computed once (the tree does not
+        change after it is built)."""
+        if self._tiers is None:
+            self._tiers = sorted({info.tier for info in self.hypernodes.values()})
+        return list(self._tiers)
 
     def at_tier(self, tier: int) -> list[HyperNodeInfo]:
-        """HyperNodes of ``tier`` that hold nodes, by name."""
-        return sorted(
-            (i for i in self.hypernodes.values() if i.tier == tier and i.nodes),
-            key=lambda i: i.name,
-        )
+        """HyperNodes of ``tier`` that hold nodes, by name (computed once per tier)."""
+        found = self._at_tier.get(tier)
+        if found is None:
+            found = self._at_tier[tier] = sorted(
+                (i for i in self.hypernodes.values() if i.tier == tier and i.nodes),
+                key=lambda i: i.name,
+            )
+        return list(found)
 
     def ancestors(self, name: str) -> list[HyperNodeInfo]:
         """``name`` and its ancestors up to the root, lowest first (bounded by the tree size)."""
@@ -168,12 +176,38 @@ def _searched(
     return chosen
 
 
+class LabelIndex:
+    """Node names by (label key, value), built on first use: a ``labelMatch`` with an equality
+    looks only at the nodes carrying that label, not at every node (racks × nodes matches)."""
+
+    def __init__(self, names: Sequence[str], labels: Mapping[str, Mapping[str, str]]) -> None:
+        self.names, self.labels = names, labels
+        self._by_pair: dict[tuple[str, str], list[str]] | None = None
+
+    def candidates(self, selector: Selector) -> Sequence[str]:
+        """Names in order that may match ``selector`` (a superset of those that do)."""
+        pairs = [
+            (r.key, next(iter(r.values)))
+            for r in selector.requirements
+            if r.operator == IN and len(r.values) == 1
+        ]
+        if not pairs:
+            return self.names
+        if self._by_pair is None:
+            self._by_pair = {}
+            for name in self.names:
+                for pair in (self.labels.get(name) or {}).items():
+                    self._by_pair.setdefault(pair, []).append(name)
+        return min((self._by_pair.get(pair, []) for pair in pairs), key=len)
+
+
 def _select(
     selector: Mapping[str, Any],
     candidates: Sequence[str],
     labels: Mapping[str, Mapping[str, str]] | None,
     where: str,
     problems: list[str],
+    index: LabelIndex | None = None,
 ) -> list[str]:
     """Names among ``candidates`` that one member selector picks (Volcano's regex match is a
     search, not anchored)."""
@@ -192,7 +226,8 @@ def _select(
         except SelectorError as err:
             problems.append(f"{where}.labelMatch: {err}; ignored")
             return []
-        return [c for c in candidates if chosen.matches(labels.get(c) or {})]
+        narrowed = candidates if index is None else index.candidates(chosen)
+        return [c for c in narrowed if chosen.matches(labels.get(c) or {})]
     problems.append(f"{where}: no exactMatch, regexMatch or labelMatch; ignored")
     return []
 
@@ -204,6 +239,7 @@ def build_tree(
     tree = HyperNodeTree()
     problems = tree.problems
     node_names = sorted(node_labels)
+    index = LabelIndex(node_names, node_labels)
     infos: dict[str, HyperNodeInfo] = {}
     for name in sorted(hypernodes):
         if name == ROOT:
@@ -227,7 +263,9 @@ def build_tree(
             selector = member.get("selector") or {}
             kind = member.get("type")
             if kind == MEMBER_NODE:
-                info.members.update(_select(selector, node_names, node_labels, where, problems))
+                info.members.update(
+                    _select(selector, node_names, node_labels, where, problems, index)
+                )
             elif kind == MEMBER_HYPERNODE:
                 for child in _select(selector, names, None, where, problems):
                     if infos[child].tier >= info.tier:

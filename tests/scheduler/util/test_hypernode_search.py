@@ -249,3 +249,38 @@ def test_property_bounded_search_places_as_trying_every_hypernode(
 ) -> None:
     objects, config = case
     assert outcome(objects, config, False) == outcome(objects, config, True)
+
+
+# -- sums kept current -------------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(1, 5), min_size=1, max_size=6),
+    st.lists(st.tuples(st.integers(0, 29), st.integers(-50, 50)), max_size=60),
+    st.booleans(),
+)
+def test_property_kept_sums_equal_fresh_sums(
+    sizes: list[int], changes: list[tuple[int, int]], with_spare: bool
+) -> None:
+    """Per-HyperNode sums updated from changed rows equal sums taken afresh, whatever rows
+    change, in or outside the level, one look after each change or several changes apart."""
+    from stromboli.core.scheduler.util.hypernode_search import LevelRows
+
+    count = sum(sizes) + (3 if with_spare else 0)
+    rows = np.arange(sum(sizes))
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    level = LevelRows(tuple(f"h{i}" for i in range(len(sizes))), rows, starts, np.zeros(0))
+    level.group = np.full(count, -1)
+    level.group[rows] = np.repeat(np.arange(len(sizes)), sizes)
+    array = np.zeros((count, 2))
+    versions = np.zeros(count, dtype=np.int64)
+    for step, (row, amount) in enumerate(changes):
+        row %= count
+        array[row, step % 2] += amount
+        versions[row] += 1
+        if step % 3 == 0:
+            kept = level.current_sums("a", array, versions, lambda a: np.maximum(a, 0.0))
+            assert np.array_equal(kept, level.sums(np.maximum(array, 0.0)))
+    kept = level.current_sums("a", array, versions, lambda a: np.maximum(a, 0.0))
+    assert np.array_equal(kept, level.sums(np.maximum(array, 0.0)))
