@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from stromboli.core.api import constants as k
 from stromboli.core.api.keys import key_text
 from stromboli.core.clock import EPOCH, parse_time
+from stromboli.core.scheduler.api.plaingroup import MEMORY, plain_group_name
 from stromboli.core.simulate.engine import SimulationResult
 from stromboli.core.simulate.lifecycle import PodTimes
 from stromboli.core.simulate.timeline import Sample
@@ -199,6 +200,22 @@ def pod_group_name(pod: dict) -> str | None:
     )
 
 
+def _podgroups(result: SimulationResult, final: dict) -> list[dict]:
+    """The stored PodGroups, then the scheduler's in-memory groups of plain pods
+    (``--plain-pod-groups=memory``), which the report lists as any other."""
+    stored = list(_items(final, "PodGroup"))
+    cache = result.scheduler.cache
+    return stored + [e.podgroup for e in cache.jobs.values() if e.in_memory and e.podgroup]
+
+
+def _group_of(pod: dict, result: SimulationResult | None) -> str | None:
+    """The pod's group: the one it names, else its in-memory one when the run keeps them."""
+    named = pod_group_name(pod)
+    if named or result is None or result.scheduler.cache.plain_pod_groups != MEMORY:
+        return named
+    return plain_group_name(pod)
+
+
 def _owner(obj: dict) -> dict | None:
     refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
     return next((r for r in refs if r.get("controller")), None)
@@ -245,7 +262,7 @@ def job_figures(result: SimulationResult, final: dict) -> list[JobFigures]:
     """One entry per PodGroup in the final state, in submission order."""
     live: dict[str, list[dict]] = {}
     for pod in _items(final, "Pod"):
-        group = pod_group_name(pod)
+        group = _group_of(pod, result)
         if group:
             namespace = (pod.get("metadata") or {}).get("namespace") or "default"
             live.setdefault(f"{namespace}/{group}", []).append(pod)
@@ -254,7 +271,7 @@ def job_figures(result: SimulationResult, final: dict) -> list[JobFigures]:
         history.setdefault(times.job, []).append(times)
 
     jobs: list[JobFigures] = []
-    for pg in _items(final, "PodGroup"):
+    for pg in _podgroups(result, final):
         meta = pg.get("metadata") or {}
         spec = pg.get("spec") or {}
         namespace = meta.get("namespace") or "default"
@@ -429,9 +446,11 @@ def _last_failed_scheduling(final: dict) -> dict[str, str]:
     return {key: message for key, (_, message) in latest.items() if message}
 
 
-def pending_pods(final: dict) -> list[PendingPod]:
-    """Pods still waiting for a node at the end, each with why."""
-    groups = {key_text(pg): pg for pg in _items(final, "PodGroup")}
+def pending_pods(final: dict, result: SimulationResult | None = None) -> list[PendingPod]:
+    """Pods still waiting for a node at the end, each with why (``result``: the run, whose
+    in-memory groups count as PodGroups)."""
+    stored = _podgroups(result, final) if result is not None else _items(final, "PodGroup")
+    groups = {key_text(pg): pg for pg in stored}
     events: dict[str, str] | None = None
     pending: list[PendingPod] = []
     for pod in _items(final, "Pod"):
@@ -442,7 +461,7 @@ def pending_pods(final: dict) -> list[PendingPod]:
             continue
         meta = pod.get("metadata") or {}
         namespace = meta.get("namespace") or "default"
-        group = pod_group_name(pod)
+        group = _group_of(pod, result)
         pg = groups.get(f"{namespace}/{group}") if group else None
         reason = ""
         condition = _condition(pod, "PodScheduled", "False")
@@ -490,7 +509,7 @@ def figures(result: SimulationResult, final: dict) -> Figures:
         jobs=jobs,
         queues=queue_figures(result, final, jobs),
         utilisation=utilisation(result),
-        pending=pending_pods(final),
+        pending=pending_pods(final, result),
         end_time=result.end_time,
     )
 

@@ -16,6 +16,7 @@ from stromboli.core.clock import VirtualClock, format_time
 from stromboli.core.cluster.errors import ApiError, NotFoundError
 from stromboli.core.cluster.store import ClusterStore
 from stromboli.core.informer import Informer
+from stromboli.core.scheduler.api.plaingroup import plain_group_name
 
 POD = ("v1", "Pod")
 
@@ -60,7 +61,10 @@ class PodLifecycle:
             self._to_start.pop(uid, None)
             self._running.discard(uid)  # deleted (killed, evicted): it will not finish
             return
-        job = (meta.get("annotations") or {}).get(k.GROUP_NAME_ANNOTATION, "")
+        # A plain pod's group, should the run keep it in memory (named later when enrolled).
+        job = (meta.get("annotations") or {}).get(k.GROUP_NAME_ANNOTATION, "") or (
+            plain_group_name(pod) or ""
+        )
         times = self.times.setdefault(uid, PodTimes(f"{meta.get('namespace')}/{job}"))
         times.job = f"{meta.get('namespace')}/{job}" if job else times.job
         phase = (pod.get("status") or {}).get("phase", "Pending")

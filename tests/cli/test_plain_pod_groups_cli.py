@@ -87,3 +87,18 @@ def test_simulate_refuses_an_unknown_mode(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["simulate", str(source), "--plain-pod-groups", "fast"])
     assert result.exit_code == 2
     assert "'fast' is not one of 'object', 'memory'" in result.output
+
+
+def test_simulate_reports_in_memory_groups_as_jobs(tmp_path: Path) -> None:
+    source = tmp_path / "plain.yaml"
+    source.write_text(INPUT)
+    reports = {}
+    for mode in ("object", "memory"):
+        result = CliRunner().invoke(
+            main, ["simulate", str(source), "--plain-pod-groups", mode], terminal_width=100
+        )
+        assert result.exit_code == 0, result.output
+        text = result.stdout
+        reports[mode] = text[text.index("Jobs") : text.index("Utilisation")]
+    assert "default/web-" in reports["memory"] and "default/solo" in reports["memory"]
+    assert reports["memory"] == reports["object"]
