@@ -2,45 +2,78 @@
 
 kube-scheduler takes a pod from its queue the moment it arrives; a periodic scheduler would make
 each pod wait half a period on average. The loop asks this signal whether work came in since
-the last snapshot: a pod of ours with no node, or a PodGroup, newly added. Status changes of
-pods already placed (kwok's, the kubelet's) are not new work and never wake it.
+the last snapshot: a pending pod of ours that belongs to a group the cache knows, newly added or
+newly linked to its group (the controller annotates a plain pod after making its PodGroup), or a
+PodGroup added while pods of it wait. What a cycle could do nothing with (a pod whose group does
+not exist yet, an empty group) and status changes of pods already placed never wake it.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection
 
 from stromboli.core.api import constants as k
+from stromboli.core.api.keys import object_key
+from stromboli.core.scheduler.cache import SchedulerCache
 
 _POD = ("v1", "Pod")
 _PODGROUP = (k.SCHEDULING_V1BETA1, "PodGroup")
+#: Pending pods remembered as waiting for their group; the oldest are forgotten first, so a
+#: flood of pods whose groups never come holds a bounded amount.
+UNLINKED_LIMIT = 100_000
 
 
 class Arrivals:
-    """Set when new work arrives; cleared when a snapshot takes it in."""
+    """Set when new work arrives; cleared when a snapshot takes it in. ``notice`` is called
+    after the cache has folded the event in, and reads the cache to judge it."""
 
-    def __init__(self, scheduler_names: Collection[str]) -> None:
-        self.scheduler_names = scheduler_names
+    def __init__(self, cache: SchedulerCache) -> None:
+        self.cache = cache
         self.event = asyncio.Event()
         #: Arrivals noticed since the process started (for tests and benchmarks).
         self.seen = 0
+        self._unlinked: dict[str, None] = {}
 
     def notice(self, kind: tuple[str, str], event_type: str, obj: dict) -> None:
-        if event_type != "ADDED" or not self._is_work(kind, obj):
-            return
-        self.seen += 1
-        self.event.set()
+        if kind == _POD:
+            work = self._pod(event_type, obj)
+        elif kind == _PODGROUP:
+            work = event_type == "ADDED" and self._group_has_waiting_pods(obj)
+        else:
+            work = False
+        if work:
+            self.seen += 1
+            self.event.set()
 
-    def _is_work(self, kind: tuple[str, str], obj: dict) -> bool:
-        if kind == _PODGROUP:
-            return True
-        if kind != _POD:
+    def _pod(self, event_type: str, obj: dict) -> bool:
+        meta = obj.get("metadata") or {}
+        uid = str(meta.get("uid") or "/".join(object_key(obj)))
+        if event_type == "DELETED":
+            self._unlinked.pop(uid, None)
             return False
-        spec = obj.get("spec") or {}
-        if not isinstance(spec, dict) or spec.get("nodeName"):
+        record = self.cache.pods.get(uid)
+        if record is None or record.task.node_name:  # not ours, or placed
+            self._unlinked.pop(uid, None)
             return False
-        return spec.get("schedulerName", "default-scheduler") in self.scheduler_names
+        entry = self.cache.jobs.get(record.job_id) if record.job_id is not None else None
+        if entry is None or entry.podgroup is None:
+            self._unlinked[uid] = None  # work once its group is known
+            if len(self._unlinked) > UNLINKED_LIMIT:
+                del self._unlinked[next(iter(self._unlinked))]
+            return False
+        was_unlinked = uid in self._unlinked
+        self._unlinked.pop(uid, None)
+        return event_type == "ADDED" or was_unlinked
+
+    def _group_has_waiting_pods(self, pg: dict) -> bool:
+        namespace, name = object_key(pg)
+        entry = self.cache.jobs.get(f"{namespace}/{name}")
+        if entry is None:
+            return False
+        waiting = [task.uid for task in entry.tasks.values() if not task.node_name]
+        for uid in waiting:
+            self._unlinked.pop(uid, None)
+        return bool(waiting)
 
     def clear(self) -> None:
         self.event.clear()

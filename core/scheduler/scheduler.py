@@ -173,7 +173,7 @@ class Scheduler:
         self.default_queue = default_queue
         self.cache = SchedulerCache(scheduler_names, plain_pod_groups)
         #: New work seen by the watch since the last snapshot (the loop's early cycles).
-        self.arrivals = Arrivals(self.cache.scheduler_names)
+        self.arrivals = Arrivals(self.cache)
         self.informer = Informer(
             store, WATCHED_KINDS, self._intake, quarantine=self.cache.quarantine
         )

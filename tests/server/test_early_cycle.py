@@ -4,13 +4,18 @@ nothing else does (the loop on the in-memory store, with a period far longer tha
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from stromboli.core.clock import SystemClock
 from stromboli.core.cluster.memory import MemoryStore
+from stromboli.core.scheduler import arrivals as arrivals_module
 from stromboli.core.scheduler.arrivals import Arrivals
+from stromboli.core.scheduler.cache import SchedulerCache
 from stromboli.core.scheduler.server import SchedulerOptions, SchedulerServer
+from tests.scheduler import builders
 from tests.server.test_scheduler_server import bound, gang, node, wait_for
 
 #: Longer than any of these tests runs: a cycle after the first is an early one.
@@ -87,35 +92,77 @@ async def test_status_changes_of_placed_pods_start_no_cycle() -> None:
         await stopped(server, running)
 
 
-def pod(name: str, scheduler: str = "volcano", node_name: str = "") -> dict:
-    spec: dict = {"schedulerName": scheduler, "containers": []}
-    if node_name:
-        spec["nodeName"] = node_name
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
+POD = ("v1", "Pod")
+PODGROUP = ("scheduling.volcano.sh/v1beta1", "PodGroup")
+
+
+def watched() -> tuple[SchedulerCache, Arrivals, Callable[..., bool]]:
+    """A cache and its arrivals signal, and a function that feeds one event to both (as the
+    scheduler's intake does) and tells whether it was new work."""
+    cache = SchedulerCache(("volcano",))
+    arrivals = Arrivals(cache)
+
+    def feed(kind: tuple[str, str], event_type: str, obj: dict) -> bool:
+        arrivals.clear()
+        cache.apply(kind, event_type, obj)
+        arrivals.notice(kind, event_type, obj)
+        return arrivals.is_set()
+
+    return cache, arrivals, feed
+
+
+def a_pod(name: str, group: str | None = None, **kwargs: Any) -> dict:
+    return builders.pod(name, group=group, uid=f"uid-{name}", **kwargs)
+
+
+def test_a_pending_pod_of_a_known_group_is_work() -> None:
+    _, arrivals, feed = watched()
+    assert not feed(PODGROUP, "ADDED", builders.podgroup("g"))  # no pods yet: nothing to do
+    assert feed(POD, "ADDED", a_pod("p", "g"))
+    assert arrivals.seen == 1
+    assert not feed(POD, "MODIFIED", a_pod("p", "g"))  # e.g. our own condition written
+
+
+def test_a_pod_before_its_group_is_work_when_the_group_comes() -> None:
+    _, _, feed = watched()
+    assert not feed(POD, "ADDED", a_pod("p", "g"))
+    assert feed(PODGROUP, "ADDED", builders.podgroup("g"))
+    assert not feed(POD, "MODIFIED", a_pod("p", "g"))  # already counted with its group
+
+
+def test_a_plain_pod_is_work_once_the_controller_links_it_to_its_group() -> None:
+    _, _, feed = watched()
+    assert not feed(POD, "ADDED", a_pod("p"))  # no group named yet
+    assert not feed(PODGROUP, "ADDED", builders.podgroup("podgroup-p"))  # no pod names it yet
+    assert feed(POD, "MODIFIED", a_pod("p", "podgroup-p"))  # annotated: now it is work
+    assert not feed(POD, "MODIFIED", a_pod("p", "podgroup-p"))
 
 
 @pytest.mark.parametrize(
-    ("kind", "event_type", "obj", "work"),
+    ("kind", "obj"),
     [
-        (("v1", "Pod"), "ADDED", pod("p"), True),
-        (("v1", "Pod"), "MODIFIED", pod("p"), False),
-        (("v1", "Pod"), "DELETED", pod("p"), False),
-        (("v1", "Pod"), "ADDED", pod("p", node_name="n1"), False),
-        (("v1", "Pod"), "ADDED", pod("p", scheduler="default-scheduler"), False),
-        (("v1", "Pod"), "ADDED", {"metadata": {"name": "p"}}, False),  # default-scheduler's
-        (("v1", "Pod"), "ADDED", {"metadata": {"name": "p"}, "spec": "junk"}, False),
-        (("scheduling.volcano.sh/v1beta1", "PodGroup"), "ADDED", {"metadata": {}}, True),
-        (("scheduling.volcano.sh/v1beta1", "PodGroup"), "MODIFIED", {"metadata": {}}, False),
-        (("v1", "Node"), "ADDED", {"metadata": {"name": "n"}}, False),
-        (("scheduling.volcano.sh/v1beta1", "Queue"), "ADDED", {"metadata": {}}, False),
+        (POD, a_pod("p", "g", node_name="n1")),  # placed already
+        (POD, a_pod("p", "g", scheduler="default-scheduler")),  # not ours
+        (POD, a_pod("p", "g", scheduler=None)),  # default-scheduler's
+        (("v1", "Node"), builders.node("n")),
+        (("scheduling.volcano.sh/v1beta1", "Queue"), builders.queue("q")),
     ],
 )
-def test_what_counts_as_new_work(
-    kind: tuple[str, str], event_type: str, obj: dict, work: bool
+def test_what_is_not_work(kind: tuple[str, str], obj: dict) -> None:
+    _, arrivals, feed = watched()
+    feed(PODGROUP, "ADDED", builders.podgroup("g"))
+    for event_type in ("ADDED", "MODIFIED", "DELETED"):
+        assert not feed(kind, event_type, obj)
+    assert arrivals.seen == 0
+
+
+def test_pods_waiting_for_a_group_are_remembered_boundedly(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    arrivals = Arrivals({"volcano"})
-    arrivals.notice(kind, event_type, obj)
-    assert arrivals.is_set() is work
-    assert arrivals.seen == int(work)
-    arrivals.clear()
-    assert not arrivals.is_set()
+    monkeypatch.setattr(arrivals_module, "UNLINKED_LIMIT", 10)
+    _, arrivals, feed = watched()
+    for i in range(50):
+        feed(POD, "ADDED", a_pod(f"p{i}"))
+    assert len(arrivals._unlinked) == 10
+    feed(POD, "DELETED", a_pod("p49"))
+    assert len(arrivals._unlinked) == 9
