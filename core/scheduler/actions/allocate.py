@@ -27,8 +27,8 @@ from stromboli.core.scheduler.util.hypernode_search import (
     NEITHER,
     PIPELINED,
     READY,
-    Prospects,
     best_of,
+    everywhere,
     level_rows,
     prospects,
 )
@@ -189,11 +189,7 @@ class AllocateAction(Action):
                 rows = level_rows(ssn, tree, level) if fast and len(level) > 1 else None
                 known = None if rows is None else prospects(ssn, job, rows, waiting)
                 if known is None:
-                    known = Prospects(
-                        np.full(len(level), np.inf),
-                        np.ones(len(level), dtype=bool),
-                        np.ones(len(level), dtype=bool),
-                    )
+                    known = everywhere(len(level))
                 chosen = best_of(
                     known.bounds,
                     known.can_ready,

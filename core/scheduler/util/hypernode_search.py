@@ -40,12 +40,16 @@ TrialFn = Callable[[int], tuple[int, float]]
 
 
 def best_of(
-    bounds: np.ndarray, can_ready: np.ndarray, can_place: np.ndarray, trial: TrialFn
+    bounds: np.ndarray,
+    can_ready: np.ndarray,
+    can_place: Callable[[], np.ndarray],
+    trial: TrialFn,
 ) -> int | None:
     """The candidate an exhaustive trial would choose, or None when no trial ranks above 0.
 
     ``bounds[i]`` is at least the score of any ready trial of ``i``; ``can_ready[i]`` False
-    means its trial is never ready, ``can_place[i]`` False that it ranks 0. Ready candidates
+    means its trial is never ready, ``can_place()[i]`` False that it ranks 0 (asked only when
+    no candidate is ready). Ready candidates
     are tried best bound first until no bound left can beat the best; only when none is ready
     is every candidate that can place something tried, in order, for the best pipelined one.
     """
@@ -77,7 +81,7 @@ def best_of(
             rest = bounds[order]
             order = order[(rest > score + tol) | ((rest >= score - tol) & (order < first))]
     if best is None or best[0] != READY:
-        for j in np.flatnonzero(can_place & ~tried):
+        for j in np.flatnonzero(can_place() & ~tried):
             attempt(int(j))
     return None if best is None else best[2]
 
@@ -188,7 +192,17 @@ def bound_scorers(ssn: Session) -> list[Callable[..., np.ndarray]] | None:
 class Prospects:
     bounds: np.ndarray
     can_ready: np.ndarray
-    can_place: np.ndarray
+    #: Whether a trial can place anything, per HyperNode: computed when first asked.
+    can_place: Callable[[], np.ndarray]
+
+
+def everywhere(count: int) -> Prospects:
+    """Nothing known: every HyperNode is tried."""
+    return Prospects(np.full(count, np.inf), np.ones(count, dtype=bool), lambda: _true(count))
+
+
+def _true(count: int) -> np.ndarray:
+    return np.ones(count, dtype=bool)
 
 
 def prospects(
@@ -211,15 +225,17 @@ def prospects(
             bounds += bound(job, used, level.allocatable, low, high)
     missing = _missing(ssn, job)
     if missing <= 0:  # a trial that places nothing may be ready: every one is a prospect
-        everywhere = np.ones(count, dtype=bool)
-        return Prospects(bounds, everywhere, everywhere)
-    can_place = np.zeros(count, dtype=bool)
-    shapes = vectors[:1] if (vectors == vectors[0]).all() else np.unique(vectors, axis=0)
-    for vector in shapes:
-        fits_later, _ = resource_fit(ssn, vector, True)
-        can_place |= level.any(fits_later)
-    can_ready = can_place & _room_for_gang(ssn, level, vectors, missing)
-    return Prospects(bounds, can_ready, can_place)
+        return Prospects(bounds, _true(count), lambda: _true(count))
+
+    def can_place() -> np.ndarray:
+        placeable = np.zeros(count, dtype=bool)
+        shapes = vectors[:1] if (vectors == vectors[0]).all() else np.unique(vectors, axis=0)
+        for vector in shapes:
+            fits_later, _ = resource_fit(ssn, vector, True)
+            placeable |= level.any(fits_later)
+        return placeable
+
+    return Prospects(bounds, _room_for_gang(ssn, level, vectors, missing), can_place)
 
 
 def _missing(ssn: Session, job: JobInfo) -> int:

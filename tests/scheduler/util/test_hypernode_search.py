@@ -75,7 +75,7 @@ def test_property_best_of_chooses_what_trying_every_candidate_chooses(
         tried.append(i)
         return outcomes[i]
 
-    assert best_of(bounds, can_ready, can_place, trial) == exhaustive(outcomes)
+    assert best_of(bounds, can_ready, lambda: can_place, trial) == exhaustive(outcomes)
     assert len(tried) == len(set(tried))  # none tried twice
 
 
@@ -87,7 +87,7 @@ def test_equal_bounds_need_one_trial_when_the_first_is_ready() -> None:
         return READY, 5.0
 
     everyone = np.ones(300, dtype=bool)
-    assert best_of(np.full(300, 5.0), everyone, everyone, trial) == 0
+    assert best_of(np.full(300, 5.0), everyone, lambda: everyone, trial) == 0
     assert tried == [0]
 
 
@@ -100,14 +100,16 @@ def test_a_higher_bound_is_tried_first_and_a_lower_one_never() -> None:
         return outcomes[i]
 
     everyone = np.ones(3, dtype=bool)
-    assert best_of(np.array([1.0, 4.0, 2.0]), everyone, everyone, trial) == 1
+    assert best_of(np.array([1.0, 4.0, 2.0]), everyone, lambda: everyone, trial) == 1
     assert tried == [1]
 
 
 def test_pipelined_only_are_all_tried_for_the_best() -> None:
     outcomes = [(PIPELINED, 1.0), (NEITHER, 0.0), (PIPELINED, 3.0)]
     never_ready = np.zeros(3, dtype=bool)
-    chosen = best_of(np.full(3, 9.0), never_ready, np.ones(3, dtype=bool), lambda i: outcomes[i])
+    chosen = best_of(
+        np.full(3, 9.0), never_ready, lambda: np.ones(3, dtype=bool), lambda i: outcomes[i]
+    )
     assert chosen == 2
 
 
@@ -166,7 +168,7 @@ def test_a_hypernode_without_the_gangs_room_is_not_tried_first() -> None:
     known = prospects(ssn, job, level, list(job.tasks.values()))
     assert known is not None
     assert known.can_ready.tolist() == [False, True]  # r0 has 4 of the 6 cpu the gang needs
-    assert known.can_place.tolist() == [True, True]
+    assert known.can_place().tolist() == [True, True]
 
 
 # -- the whole action, bounded and exhaustive ------------------------------------------------------
