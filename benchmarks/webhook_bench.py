@@ -17,9 +17,10 @@ a namespace labelled ``stromboli.dev/enroll: "true"``, owned by a ReplicaSet the
 follows by watch (the owner chain of a Deployment's pod), so the answer carries the
 scheduler, queue and ``podgroup-<uid>`` patch.
 
-The load client models the API server's webhook client: HTTP/1.1 with keep-alive, a
-connection reused whenever one is idle and a new one opened when none is (client-go keeps
-up to 25 idle per host and opens as many as it needs; ``--connections N`` caps them instead).
+The load client models the API server's webhook client: HTTP/1.1 with keep-alive (our server
+offers no HTTP/2), a connection reused whenever one is idle and a new one opened when none is,
+as Go's transport does (``--connections N`` caps them instead); a pool of eight is opened
+before the clock starts, as a running API server has one.
 It reports how many connections it opened. The server's CPU time per request (user + system,
 from ``/proc``) is printed beside the latencies, with the load average: on a shared machine
 the wall-clock tail follows the other work, the CPU per request does not.
@@ -205,6 +206,7 @@ async def load(
         latencies.clear()
         statuses.clear()
         warm_opened = opened
+        print("warm", flush=True)  # the flood may start: this client has its pool
         total = int(rate * seconds)
         tasks = []
         t0 = time.perf_counter()
@@ -487,11 +489,26 @@ def main() -> None:
             print(f"load: {args.rate:.0f} req/s for {args.seconds:.0f} s, {', '.join(PATHS)}")
             if owner_uid:
                 print(f"/pods/mutate: enrolment of a pod owned by ReplicaSet uid {owner_uid}")
+            print(f"load average before: {load_average()}")
+            cpu_before = cpu_seconds(server.pid)
+            loader = subprocess.Popen(
+                [
+                    *(sys.executable, __file__, "--load", base, str(run_dir / "ca.crt")),
+                    *(f"--rate={args.rate}", f"--seconds={args.seconds}"),
+                    f"--owner-uid={owner_uid}",
+                    f"--connections={args.connections}",
+                ],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            assert loader.stdout is not None
+            if loader.stdout.readline().strip() != "warm":
+                sys.exit("the load client did not start")
             flooder = None
             if args.flood:
                 print(
                     f"flood: {args.flood:.0f} new TLS connections/s, "
-                    f"each held {args.flood_hold:.0f} s"
+                    f"each held {args.flood_hold:.0f} s, from when the load client's pool is open"
                 )
                 flooder = subprocess.Popen(
                     [
@@ -502,21 +519,11 @@ def main() -> None:
                     stdout=subprocess.PIPE,
                     text=True,
                 )
-            print(f"load average before: {load_average()}")
-            cpu_before = cpu_seconds(server.pid)
-            loader = subprocess.run(
-                [
-                    *(sys.executable, __file__, "--load", base, str(run_dir / "ca.crt")),
-                    *(f"--rate={args.rate}", f"--seconds={args.seconds}"),
-                    f"--owner-uid={owner_uid}",
-                    f"--connections={args.connections}",
-                ],
-                capture_output=True,
-                text=True,
-                check=True,
-            )
+            out, _ = loader.communicate()
+            if loader.returncode:
+                sys.exit(f"the load client failed ({loader.returncode})")
             cpu = cpu_seconds(server.pid) - cpu_before
-            result = json.loads(loader.stdout.strip().splitlines()[-1])
+            result = json.loads(out.strip().splitlines()[-1])
             report(result)
             print(
                 f"server CPU {cpu:.2f} s for {result['sent']} requests: "

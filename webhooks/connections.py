@@ -12,8 +12,10 @@ listener here accepts plain TCP and this module decides, per socket, before any 
   ends: its ClientHello waits in the kernel meanwhile, so that a burst of new connections
   from the API server (it opens one per concurrent call when none is idle) costs latency,
   not errors. The handshake must end within :attr:`~ConnectionLimits.handshake_timeout` of
-  the accept, waiting included; then the connection is handed to aiohttp's request handler,
-  which closes it after :attr:`~ConnectionLimits.keepalive_timeout` without a request. It
+  the accept, waiting included; then the connection is handed to aiohttp's request handler.
+  One that sends nothing within :attr:`~ConnectionLimits.first_request_timeout` is closed
+  (a flood of idle connections would otherwise hold every place), and aiohttp closes one
+  that goes :attr:`~ConnectionLimits.keepalive_timeout` without a request. A connection
   holds its place until it closes, however it closes.
 
 Connections already open are never closed to make room: the API server's keep-alive
@@ -37,6 +39,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from yarl import URL
 
 from stromboli.webhooks.limits import (
+    FIRST_REQUEST_TIMEOUT,
     HANDSHAKE_TIMEOUT,
     KEEPALIVE_TIMEOUT,
     MAX_CONNECTIONS,
@@ -59,6 +62,7 @@ class ConnectionLimits:
     max_handshakes: int = MAX_HANDSHAKES
     handshake_timeout: float = HANDSHAKE_TIMEOUT
     keepalive_timeout: float = KEEPALIVE_TIMEOUT
+    first_request_timeout: float = FIRST_REQUEST_TIMEOUT
 
     def __post_init__(self) -> None:
         if self.max_connections < 1 or self.max_handshakes < 1:
@@ -66,10 +70,11 @@ class ConnectionLimits:
                 "max_connections and max_handshakes must be at least 1, got "
                 f"{self.max_connections} and {self.max_handshakes}"
             )
-        if not self.handshake_timeout > 0 or not self.keepalive_timeout > 0:
+        timeouts = (self.handshake_timeout, self.keepalive_timeout, self.first_request_timeout)
+        if not all(t > 0 for t in timeouts):
             raise ValueError(
-                "handshake_timeout and keepalive_timeout must be positive seconds, got "
-                f"{self.handshake_timeout} and {self.keepalive_timeout}"
+                "handshake, keep-alive and first-request timeouts must be positive seconds, "
+                f"got {', '.join(map(str, timeouts))}"
             )
 
 
@@ -120,6 +125,11 @@ class ConnectionMetrics:
             ["reason"],
             registry=registry,
         )
+        self.silent = Counter(
+            "stromboli_webhook_silent_connections_closed",
+            "Connections closed because no request began within the first-request timeout.",
+            registry=registry,
+        )
         self.failed = Counter(
             "stromboli_webhook_tls_handshake_failures",
             "TLS handshakes that failed or did not finish in time, by reason.",
@@ -151,7 +161,7 @@ class _Tls(asyncio.Protocol):
     delivers before the handler is attached (a request sent with the handshake's last
     flight) is kept and passed on in order."""
 
-    __slots__ = ("_book", "_eof", "_handler", "_pending", "_released")
+    __slots__ = ("_book", "_eof", "_handler", "_pending", "_released", "_silence")
 
     def __init__(self, book: ConnectionBook, handler: asyncio.Protocol) -> None:
         self._book = book
@@ -159,24 +169,42 @@ class _Tls(asyncio.Protocol):
         self._pending: list[bytes] | None = []
         self._eof = False
         self._released = False
+        self._silence: asyncio.TimerHandle | None = None
 
-    def attach(self, transport: asyncio.BaseTransport) -> None:
+    def attach(
+        self, transport: asyncio.Transport, first_request: float, silent: Callable[[], None]
+    ) -> None:
         if self._released:
             return  # closed between the handshake and now
         self._handler.connection_made(transport)
         pending, self._pending = self._pending or [], None
+        if not pending:
+            self._silence = asyncio.get_running_loop().call_later(
+                first_request, self._close_silent, transport, silent
+            )
         for data in pending:
             self._handler.data_received(data)
         if self._eof:
             self._handler.eof_received()
 
+    def _close_silent(self, transport: asyncio.Transport, silent: Callable[[], None]) -> None:
+        self._silence = None
+        silent()
+        transport.abort()
+
     def release(self) -> None:
+        if self._silence is not None:
+            self._silence.cancel()
+            self._silence = None
         if not self._released:
             self._released = True
             self._book.closed()
 
     def data_received(self, data: bytes) -> None:
         if self._pending is None:
+            if self._silence is not None:
+                self._silence.cancel()
+                self._silence = None
             self._handler.data_received(data)
         else:
             self._pending.append(data)
@@ -298,7 +326,7 @@ class ConnectionGate:
         if secured is None:  # the connection closed as the handshake ended
             tls.release()
             return
-        tls.attach(secured)
+        tls.attach(secured, self.limits.first_request_timeout, self.metrics.silent.inc)
 
     def _failed(self, transport: asyncio.Transport, tls: _Tls, reason: str) -> None:
         self.metrics.failed.labels(reason).inc()

@@ -27,12 +27,13 @@ nobody for minutes after the load stops.
 **Connections.** Each TLS connection costs the process about 300 KiB (asyncio's 256 KiB read
 buffer per TLS connection, OpenSSL's state, aiohttp's handler), so a client that opens new
 connections without end grows the server without end (measured before this bound: 3.8 GiB at
-800 new connections a second). At most ``MAX_CONNECTIONS`` are open at once, of which at most
-``MAX_HANDSHAKES`` are still in their TLS handshake; a connection over either bound is closed
-as it is accepted, before any TLS work, and counted. A handshake not finished within
-``HANDSHAKE_TIMEOUT`` is abandoned, and a connection that sends no request for
-``KEEPALIVE_TIMEOUT`` is closed. The API server keeps a pool of keep-alive connections per
-webhook (client-go keeps up to 25 idle per host, for 90 s), so a few API servers need a few
+800 new connections a second). At most ``MAX_CONNECTIONS`` are open at once; one more is
+closed as it is accepted, before any TLS work, and counted. At most ``MAX_HANDSHAKES`` are in
+their TLS handshake at once (the CPU-heavy part; the others wait for a place). A handshake not
+finished within ``HANDSHAKE_TIMEOUT`` of the accept is abandoned, a new connection that sends
+nothing within ``FIRST_REQUEST_TIMEOUT`` after it is closed, and so is one that sends no
+request for ``KEEPALIVE_TIMEOUT``. The API server reuses keep-alive connections
+to a webhook and opens another only for a concurrent call, so a few API servers need a few
 dozen connections, well under the bound.
 """
 
@@ -52,6 +53,10 @@ MAX_HANDSHAKES: Final = 32
 HANDSHAKE_TIMEOUT: Final = 5.0
 """Seconds a TLS handshake may take: one takes milliseconds, and the API server gives up on
 the whole call after its ``timeoutSeconds`` (10 s by default)."""
+FIRST_REQUEST_TIMEOUT: Final = 5.0
+"""Seconds a new connection may take to start its first request after the handshake: a
+client connects because it has a request to send, and a connection that sends none would
+hold its place until the keep-alive timeout."""
 KEEPALIVE_TIMEOUT: Final = 60.0
 """Seconds an open connection may go without a request before it is closed."""
 INLINE_BODY: Final = 64 * 1024

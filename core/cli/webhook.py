@@ -188,7 +188,7 @@ def _go_flag(name: str, default: str, help: str) -> Callable[[CommandFunction], 
     default=MAX_HANDSHAKES,
     show_default=True,
     type=click.IntRange(min=1),
-    help="TLS handshakes in progress at once; a connection over it is closed as accepted.",
+    help="TLS handshakes in progress at once; other new connections wait for a place.",
 )
 @click.option(
     "--keep-alive-timeout",

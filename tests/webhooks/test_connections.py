@@ -95,6 +95,7 @@ def test_the_book_never_passes_its_bounds_and_counts_every_refusal(
         {"max_handshakes": -1},
         {"handshake_timeout": 0},
         {"keepalive_timeout": float("nan")},
+        {"first_request_timeout": -1.0},
     ],
 )
 def test_limits_that_cannot_work_are_refused(bad: dict[str, Any]) -> None:
@@ -267,10 +268,18 @@ async def test_a_flood_of_connections_is_bounded_and_a_keep_alive_client_is_serv
             assert answer.status == 200  # room again for new clients
 
 
-async def test_stalled_handshakes_and_idle_connections_are_closed(
+def request_bytes(body: bytes, close: bool = False) -> bytes:
+    head = (
+        "POST /pods/validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n" + ("Connection: close\r\n" if close else "") + "\r\n"
+    )
+    return head.encode() + body
+
+
+async def test_stalled_handshakes_and_silent_connections_are_closed(
     certificate: ServingCertificate, trust: ssl.SSLContext
 ) -> None:
-    bounds = ConnectionLimits(handshake_timeout=0.3, keepalive_timeout=0.3)
+    bounds = ConnectionLimits(handshake_timeout=0.3, first_request_timeout=0.3)
     async with serving(certificate, bounds) as server:
         book = gate_of(server).book
         reader, _writer = await asyncio.open_connection("127.0.0.1", server.port)
@@ -282,6 +291,32 @@ async def test_stalled_handshakes_and_idle_connections_are_closed(
         assert await closed_by_server(secured[0])  # handshake done, no request sent
         await until(lambda: book.open == 0, "timed-out connections kept their places")
         assert sample(server, failed, HANDSHAKE_FAILED) == 0
+        silent = server.metrics.registry.get_sample_value(
+            "stromboli_webhook_silent_connections_closed_total"
+        )
+        assert silent == 1
+
+
+async def test_a_connection_idle_after_its_requests_is_closed_after_the_keep_alive_timeout(
+    certificate: ServingCertificate, trust: ssl.SSLContext
+) -> None:
+    bounds = ConnectionLimits(first_request_timeout=0.2, keepalive_timeout=5.0)
+    async with serving(certificate, bounds) as server:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port, ssl=trust)
+        for _ in range(3):  # answered one after another, on the one connection
+            writer.write(request_bytes(pod_review()))
+            status = await asyncio.wait_for(reader.readline(), 30)
+            assert status.startswith(b"HTTP/1.1 200")
+            headers = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
+            length = int(headers.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+            await asyncio.wait_for(reader.readexactly(length), 30)
+            await asyncio.sleep(0.5)  # past the first-request timeout: not closed for it
+        assert await closed_by_server(reader)  # then idle: closed
+        await until(lambda: gate_of(server).book.open == 0, "the idle one kept its place")
+        silent = server.metrics.registry.get_sample_value(
+            "stromboli_webhook_silent_connections_closed_total"
+        )
+        assert silent == 0
 
 
 async def test_a_request_in_the_handshakes_last_flight_is_answered(
@@ -290,12 +325,7 @@ async def test_a_request_in_the_handshakes_last_flight_is_answered(
     """Bytes the TLS layer delivers before aiohttp's handler is attached are not lost: many
     connections each write their request at once after the handshake."""
     async with serving(certificate, ConnectionLimits()) as server:
-        body = pod_review()
-        request = (
-            b"POST /pods/validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
-            + body
-        )
+        request = request_bytes(pod_review(), close=True)
 
         async def one() -> bytes:
             reader, writer = await asyncio.open_connection("127.0.0.1", server.port, ssl=trust)
