@@ -263,6 +263,7 @@ async def run_case(
     work: Workload,
     scheduler: Scheduler,
     timeout: float,
+    settle: float = 0.0,
 ) -> CaseResult:
     api_pid = cp.components["kube-apiserver"].pid
     names = set(work.clock_of)
@@ -286,6 +287,8 @@ async def run_case(
     bound = await watching
     cpu = {name: cpu_seconds(pid) - cpu_before[name] for name, pid in scheduler.pids().items()}
     cpu["kube-apiserver"] = cpu_seconds(api_pid) - api_before
+    # The writes that follow the last binding (its event, statuses) land before counting.
+    await asyncio.sleep(settle)
     requests = request_counts(cp.client) - requests_before
     scheduler.stop()
     latencies = [at - clock[name] for name, at in bound.items() if name in clock]
@@ -417,7 +420,9 @@ async def main_async(args: argparse.Namespace) -> list[CaseResult]:
             for mode in args.modes.split(","):
                 for case in args.cases.split(","):
                     make, scheduler = cases[case]
-                    result = await run_case(cp, store, case, mode, make(), scheduler, args.timeout)
+                    result = await run_case(
+                        cp, store, case, mode, make(), scheduler, args.timeout, args.settle
+                    )
                     print_result(result)
                     results.append(result)
                     clean(cp)
@@ -438,6 +443,13 @@ def main() -> None:
     parser.add_argument("--modes", default="live,backlog")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per case")
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=0.0,
+        help="seconds after the last binding before requests are counted and the scheduler "
+        "stopped (its background event writes land)",
+    )
     parser.add_argument("--scheduler-arg", action="append", default=[])
     parser.add_argument("--controller-arg", action="append", default=[])
     parser.add_argument("--json", type=Path, help="write every case's figures here")
