@@ -4,13 +4,16 @@ kube-scheduler takes a pod from its queue the moment it arrives; a periodic sche
 each pod wait half a period on average. The loop asks this signal whether work came in since
 the last snapshot: a pending pod of ours that belongs to a group the cache knows, newly added or
 newly linked to its group (the controller annotates a plain pod after making its PodGroup), or a
-PodGroup added while pods of it wait. What a cycle could do nothing with (a pod whose group does
-not exist yet, an empty group) and status changes of pods already placed never wake it.
+PodGroup added while pods of it wait; in each case only once the group has its ``minMember``
+pods. What a cycle could do nothing with (a pod whose group does not exist yet, an empty group,
+a gang still short of pods) and status changes of pods already placed never wake it: each
+needless cycle would also rewrite the gang's status (its counts and condition message).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sized
 
 from stromboli.core.api import constants as k
 from stromboli.core.api.keys import object_key
@@ -21,6 +24,17 @@ _PODGROUP = (k.SCHEDULING_V1BETA1, "PodGroup")
 #: Pending pods remembered as waiting for their group; the oldest are forgotten first, so a
 #: flood of pods whose groups never come holds a bounded amount.
 UNLINKED_LIMIT = 100_000
+
+
+def _complete(pg: dict, tasks: Sized) -> bool:
+    """Whether the group has as many pods as its ``minMember``: a gang short of pods cannot
+    be placed, so the pods before the last one are no reason for a cycle (a group whose
+    ``minMember`` cannot be read counts as complete; the cycle sets it aside)."""
+    try:
+        needed = int((pg.get("spec") or {}).get("minMember") or 1)
+    except (TypeError, ValueError, OverflowError):
+        return True
+    return len(tasks) >= needed
 
 
 class Arrivals:
@@ -63,7 +77,7 @@ class Arrivals:
             return False
         was_unlinked = uid in self._unlinked
         self._unlinked.pop(uid, None)
-        return event_type == "ADDED" or was_unlinked
+        return (event_type == "ADDED" or was_unlinked) and _complete(entry.podgroup, entry.tasks)
 
     def _group_has_waiting_pods(self, pg: dict) -> bool:
         namespace, name = object_key(pg)
@@ -73,7 +87,7 @@ class Arrivals:
         waiting = [task.uid for task in entry.tasks.values() if not task.node_name]
         for uid in waiting:
             self._unlinked.pop(uid, None)
-        return bool(waiting)
+        return bool(waiting) and _complete(pg, entry.tasks)
 
     def clear(self) -> None:
         self.event.clear()

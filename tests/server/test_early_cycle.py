@@ -8,6 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from stromboli.core.clock import SystemClock
 from stromboli.core.cluster.memory import MemoryStore
@@ -136,6 +138,39 @@ def test_a_plain_pod_is_work_once_the_controller_links_it_to_its_group() -> None
     assert not feed(PODGROUP, "ADDED", builders.podgroup("podgroup-p"))  # no pod names it yet
     assert feed(POD, "MODIFIED", a_pod("p", "podgroup-p"))  # annotated: now it is work
     assert not feed(POD, "MODIFIED", a_pod("p", "podgroup-p"))
+
+
+def test_a_gang_is_work_once_it_has_its_min_member_pods() -> None:
+    _, _, feed = watched()
+    assert not feed(PODGROUP, "ADDED", builders.podgroup("g", 3))
+    assert not feed(POD, "ADDED", a_pod("p0", "g"))
+    assert not feed(POD, "ADDED", a_pod("p1", "g"))
+    assert feed(POD, "ADDED", a_pod("p2", "g"))
+    assert feed(POD, "ADDED", a_pod("p3", "g"))  # beyond minMember: may fit on its own
+
+
+def test_a_group_arriving_after_its_pods_is_work_only_when_complete() -> None:
+    _, _, feed = watched()
+    feed(POD, "ADDED", a_pod("p0", "g"))
+    assert not feed(PODGROUP, "ADDED", builders.podgroup("g", 2))
+    assert feed(POD, "ADDED", a_pod("p1", "g"))
+
+
+@given(
+    st.one_of(
+        st.none(),
+        st.integers(),
+        st.floats(allow_nan=True),
+        st.text(max_size=5),
+        st.lists(st.integers(), max_size=2),
+        st.dictionaries(st.text(max_size=2), st.integers(), max_size=2),
+    ),
+    st.integers(0, 5),
+)
+def test_any_min_member_is_judged_without_raising(min_member: object, pods: int) -> None:
+    complete = arrivals_module._complete({"spec": {"minMember": min_member}}, range(pods))
+    if isinstance(min_member, int) and not isinstance(min_member, bool):
+        assert complete == (pods >= (min_member or 1))
 
 
 @pytest.mark.parametrize(
