@@ -32,6 +32,7 @@ from stromboli.core.scheduler.scheduler import Scheduler
 from stromboli.core.scheduler.util.devices import gpushare
 from stromboli.core.scheduler.util.devices.fragmentation import (
     FULL,
+    PodShape,
     WorkloadMix,
     expected_fragments,
     mix_arrays,
@@ -150,20 +151,65 @@ def _counted(status: TaskStatus) -> bool:
     return bool(status & (TaskStatus.RUNNING | TaskStatus.BOUND | TaskStatus.BINDING))
 
 
+class ReportMix(WorkloadMix):
+    """The workload mix for the report: re-derived at every new shape and whenever the count
+    grew by a tenth (the plugin waits for it to double, to keep its score caches), so a shape
+    seen once already counts, while a long run does not recompute every node per pod."""
+
+    def observe(self, shape: PodShape) -> None:
+        new = shape not in self.counts
+        super().observe(shape)
+        if self._derived_at != self.total and (new or self.total >= 1.1 * self._derived_at):
+            self._derive()
+
+
+#: Per-node figures kept in :attr:`GpuSampler._stats` (columns).
+_CARDS, _WHOLE, _SHARED, _MEM_USED, _MEM_TOTAL, _CORES_USED, _CORES_TOTAL = range(7)
+_MIG_INSTANCES, _MIG_CARDS, _ALLOCATED = range(7, 10)
+_STATS = 10
+
+
 class GpuSampler:
     """Samples the cluster's GPUs after each cycle. It keeps the workload mix (every pod of
-    ours seen so far) and reads the cards again only when some node's use changed."""
+    ours seen so far) and one :class:`DeviceInventory`, brought up to date node by node: only
+    nodes whose use changed since the last sample are read again (their pods given back and
+    adopted), so a sample costs what changed, not the cluster."""
 
     def __init__(self, mix_shapes: int = MIX_SHAPES) -> None:
-        self.mix = WorkloadMix(mix_shapes)
+        self.mix: WorkloadMix = ReportMix(mix_shapes)
         self._seen: set[str] = set()
         self._inventory: DeviceInventory | None = None
-        self._key: tuple[object, ...] | None = None
+        self._options: DeviceOptions | None = None
+        self._names: list[str] = []
+        self._node_objects: list[dict] = []
+        self._versions = np.zeros(0, dtype=np.int64)
+        #: Per node: the tasks (by uid) counted at the last sample.
+        self._tasks: list[dict[str, object]] = []
+        self._epoch = -1
+        # Per node, laid out as the fragmentation plugin does: card memory and model, free
+        # milli per card, the node's figures, expected fragment and free capacity (cards).
+        self._memory = np.zeros((0, 0), dtype=np.int64)
+        self._types = np.zeros((0, 0), dtype=object)
+        self._free = np.zeros((0, 0), dtype=np.int32)
+        self._stats = np.zeros((0, _STATS))
+        self._fragments = np.zeros(0)
         self._last: GpuSample | None = None
         #: Whether any node had GPUs at some sample (the report shows GPUs only then).
         self.any_gpus = False
 
     # -- state ---------------------------------------------------------------------------
+
+    def _follow_plugin(self, scheduler: Scheduler) -> None:
+        """Weigh the mix's shapes as the session's ``fragmentation`` plugin does (its
+        ``by``, when the plugin has that choice), so the report measures what it scores."""
+        session = scheduler.last_session
+        plugin = session.plugins.get("fragmentation") if session is not None else None
+        by = getattr(getattr(plugin, "mix", None), "by", None)
+        current = getattr(self.mix, "by", None)
+        if by is not None and current is not None and current != by:
+            setattr(self.mix, "by", by)  # noqa: B010  (only mixes that have the choice)
+            if self.mix.shapes:
+                self.mix._derive()  # the weights change; the shapes and counts stay
 
     def _observe(self, cache: SchedulerCache, inventory: DeviceInventory) -> None:
         for uid in cache.pods.keys() - self._seen:
@@ -172,24 +218,100 @@ class GpuSampler:
             if record.job_id is not None:
                 self.mix.observe(pod_shape(record.task, inventory.request(record.task)))
 
-    def inventory(self, scheduler: Scheduler) -> DeviceInventory:
-        """The cards as the scheduler counts them now (rebuilt only after a change)."""
+    def _rebuild(self, scheduler: Scheduler, options: DeviceOptions) -> DeviceInventory:
+        nodes = scheduler.cache.nodes
+        inventory = DeviceInventory(nodes, options)
+        self._inventory, self._options = inventory, options
+        self._names = list(nodes.position)
+        self._node_objects = [info.node for info in nodes.nodes]
+        self._tasks = [dict(info.tasks) for info in nodes.nodes]
+        count = len(nodes)
+        width = max((len(card_layout(d)) for d in inventory.devices if d is not None), default=0)
+        self._memory = np.zeros((count, width), dtype=np.int64)
+        self._types = np.full((count, width), "", dtype=object)
+        for position, devices in enumerate(inventory.devices):
+            if devices is not None:
+                for column, (size, kind) in enumerate(card_layout(devices)):
+                    self._memory[position, column] = size
+                    self._types[position, column] = kind
+        self._free = np.zeros((count, width), dtype=np.int32)
+        self._stats = np.zeros((count, _STATS))
+        self._fragments = np.zeros(count)
+        self._epoch = -1
+        return inventory
+
+    def _sync(self, scheduler: Scheduler) -> tuple[DeviceInventory, np.ndarray | None]:
+        """The inventory brought up to date, and the nodes read again (None: all of them)."""
         nodes = scheduler.cache.nodes
         options = session_options(scheduler)
-        key = (options, list(nodes.position), nodes.versions.tobytes())
-        if self._inventory is None or key != self._key:
-            self._inventory = DeviceInventory(nodes, options)
-            self._key = key
-        return self._inventory
+        inventory = self._inventory
+        if (
+            inventory is None
+            or options != self._options
+            or len(nodes) != len(self._names)
+            or list(nodes.position) != self._names
+        ):
+            inventory = self._rebuild(scheduler, options)
+            self._versions = nodes.versions.copy()
+            return inventory, None
+        stale = np.flatnonzero(nodes.versions != self._versions)
+        for position in stale.tolist():
+            info = nodes.nodes[position]
+            if info.node is not self._node_objects[position]:
+                # The node itself changed (its registration may have): read every node.
+                inventory = self._rebuild(scheduler, options)
+                self._versions = nodes.versions.copy()
+                return inventory, None
+            before = self._tasks[position]
+            for uid in before.keys() - info.tasks.keys():
+                held = inventory.held.get(uid)
+                if held is not None and held.position == position:  # not moved and re-adopted
+                    inventory.release(uid)
+            for uid, task in info.tasks.items():
+                if before.get(uid) is not task or uid not in inventory.held:
+                    inventory.adopt(task, position)
+            self._tasks[position] = dict(info.tasks)
+        self._versions = nodes.versions.copy()
+        return inventory, stale
+
+    def inventory(self, scheduler: Scheduler) -> DeviceInventory:
+        """The cards as the scheduler counts them now."""
+        inventory, stale = self._sync(scheduler)
+        self._refresh(scheduler, inventory, stale)
+        return inventory
+
+    def _refresh(
+        self, scheduler: Scheduler, inventory: DeviceInventory, stale: np.ndarray | None
+    ) -> bool:
+        """Read the stale nodes' cards and fragments again (all when the mix changed);
+        whether anything was read."""
+        self._follow_plugin(scheduler)
+        self._observe(scheduler.cache, inventory)
+        rows = np.flatnonzero(inventory.has_devices) if stale is None else stale
+        for position in rows.tolist():
+            devices = inventory.devices[position]
+            if devices is None:
+                continue
+            free = cards_free(devices)
+            self._free[position, :] = 0
+            self._free[position, : len(free)] = free
+            self._stats[position] = _node_stats(devices)
+        mixed = self.mix.epoch != self._epoch
+        if mixed:
+            self._epoch = self.mix.epoch
+            rows = np.flatnonzero(inventory.has_devices)
+        else:
+            rows = rows[inventory.has_devices[rows]] if rows.shape[0] else rows
+        if rows.shape[0]:
+            self._fragments[rows] = self._expected(scheduler, rows)
+        return mixed or bool(stale is None or stale.shape[0])
 
     def sample(self, now: float, scheduler: Scheduler) -> GpuSample | None:
         """The GPUs now, or None while no node has any."""
         cache = scheduler.cache
-        before = self._key
-        inventory = self.inventory(scheduler)
-        epoch = self.mix.epoch
-        self._observe(cache, inventory)
-        if self._last is not None and before == self._key and epoch == self.mix.epoch:
+        inventory, stale = self._sync(scheduler)
+        changed = self._refresh(scheduler, inventory, stale)
+        if self._last is not None and not changed:
             self._last = replace(self._last, time=now)
             return self._last
         column = _whole_column(cache)
@@ -199,53 +321,51 @@ class GpuSampler:
             return None
         self.any_gpus = True
         whole_used = float(cache.nodes.used[:, column].sum()) if column is not None else 0.0
-        fragments, free = self.fragments(scheduler, inventory)
-        self._last = _cluster_sample(
-            now, inventory, whole_total, whole_used, float(free.sum()), float(fragments.sum())
+        totals = self._stats.sum(axis=0)
+        self._last = GpuSample(
+            time=now,
+            gpus=float(totals[_CARDS]) + whole_total,
+            whole=float(totals[_WHOLE]) + whole_used,
+            shared_cards=int(totals[_SHARED]),
+            memory=_ratio(totals[_MEM_USED], totals[_MEM_TOTAL]),
+            cores=_ratio(totals[_CORES_USED], totals[_CORES_TOTAL]),
+            mig_instances=int(totals[_MIG_INSTANCES]),
+            mig_cards=int(totals[_MIG_CARDS]),
+            allocated=float(totals[_ALLOCATED]) + whole_used,
+            free=float(self._free.sum()) / FULL,
+            fragmented=float(self._fragments.sum()),
         )
         return self._last
 
     # -- fragmentation ----------------------------------------------------------------------
 
-    def fragments(
-        self, scheduler: Scheduler, inventory: DeviceInventory
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Per node (all of the cache's, in order): expected fragment and free capacity, in
-        cards, under the mix seen so far."""
-        count = len(inventory.devices)
-        fragments, free_cards = np.zeros(count), np.zeros(count)
-        rows = np.flatnonzero(inventory.has_devices)
-        if not rows.shape[0]:
-            return fragments, free_cards
-        present = [(r, d) for r in rows.tolist() if (d := inventory.devices[r]) is not None]
-        width = max(len(card_layout(d)) for _, d in present)
-        memory = np.zeros((rows.shape[0], width), dtype=np.int64)
-        types = np.full((rows.shape[0], width), "", dtype=object)
-        free = np.zeros((rows.shape[0], width), dtype=np.int32)
-        for i, (_, devices) in enumerate(present):
-            for column, (size, kind) in enumerate(card_layout(devices)):
-                memory[i, column], types[i, column] = size, kind
-            for column, milli in enumerate(cards_free(devices)):
-                free[i, column] = milli
-        free_cards[rows] = free.sum(axis=1) / FULL
+    def _expected(self, scheduler: Scheduler, rows: np.ndarray) -> np.ndarray:
+        """Expected fragment (cards) of the nodes at ``rows`` under the mix seen so far."""
         if not self.mix.shapes:
-            return fragments, free_cards
+            return np.zeros(rows.shape[0])
         nodes = scheduler.cache.nodes
         cpu_col, mem_col = nodes.index.columns.get(CPU), nodes.index.columns.get(MEMORY)
         idle = nodes.idle_now[rows]
         cpu = idle[:, cpu_col] if cpu_col is not None else np.zeros(rows.shape[0])
         mem = idle[:, mem_col] if mem_col is not None else np.zeros(rows.shape[0])
-        arrays = mix_arrays(self.mix, memory, types)
-        step = max(1, CHUNK_ELEMENTS // (max(1, arrays.weights.size) * max(1, width)))
+        width = max(1, self._free.shape[1])
+        out = np.zeros(rows.shape[0])
+        step = max(1, CHUNK_ELEMENTS // (max(1, len(self.mix.shapes)) * width))
         for start in range(0, rows.shape[0], step):
-            part = slice(start, start + step)
-            fragments[rows[part]] = (
-                expected_fragments(
-                    free[part], cpu[part], mem[part], arrays.need[:, part, :], arrays
-                )
-                / FULL
+            part = rows[start : start + step]
+            arrays = mix_arrays(self.mix, self._memory[part], self._types[part])
+            chunk = slice(start, start + step)
+            fragments = expected_fragments(
+                self._free[part], cpu[chunk], mem[chunk], arrays.need, arrays
             )
-        return fragments, free_cards
+            out[chunk] = fragments / FULL
+        return out
+
+    def fragments(self, scheduler: Scheduler) -> tuple[np.ndarray, np.ndarray]:
+        """Per node (all of the cache's, in order): expected fragment and free capacity, in
+        cards, under the mix seen so far."""
+        self.inventory(scheduler)
+        return self._fragments.copy(), self._free.sum(axis=1) / FULL
 
     # -- the map at the end ------------------------------------------------------------------
 
@@ -253,8 +373,7 @@ class GpuSampler:
         """Every node with GPUs, card by card, as the scheduler counts them now."""
         cache = scheduler.cache
         inventory = self.inventory(scheduler)
-        self._observe(cache, inventory)
-        fragments, free = self.fragments(scheduler, inventory)
+        fragments, free = self._fragments, self._free.sum(axis=1) / FULL
         by_position: dict[int, list[tuple[str, Held]]] = {}
         pods = {uid: record.task.key for uid, record in cache.pods.items()}
         for uid, held in inventory.held.items():
@@ -288,64 +407,42 @@ class GpuSampler:
         return out
 
 
-def _cluster_sample(
-    now: float,
-    inventory: DeviceInventory,
-    whole_total: float,
-    whole_used: float,
-    free: float,
-    fragmented: float,
-) -> GpuSample:
-    cards = whole_total
-    whole = whole_used
-    shared = mig_instances = mig_cards = 0
-    memory_used = memory_total = cores_used = cores_total = 0
-    allocated = whole_used
-    for devices in inventory.devices:
-        if devices is None:
+def _ratio(used: float, total: float) -> float:
+    return float(used / total) if total else 0.0
+
+
+def _node_stats(devices: NodeDevices) -> list[float]:
+    """One node's figures, in the columns of :attr:`GpuSampler._stats`."""
+    row = [0.0] * _STATS
+    for card in devices.cards:
+        if not card.healthy:
             continue
-        for card in devices.cards:
-            if not card.healthy:
-                continue
-            cards += 1
-            memory_used += card.used_memory
-            memory_total += card.memory
-            if card.mig is not None:
-                mig_instances += len(card.mig.taken)
-                mig_cards += bool(card.mig.taken)
-                allocated += card.used_memory / card.memory if card.memory else 0.0
-                continue
-            cores_used += card.used_cores
-            cores_total += card.cores
-            shared += bool(card.used_count)
-            allocated += max(
-                card.used_memory / card.memory if card.memory else 0.0,
-                card.used_cores / card.cores if card.cores else 0.0,
-            )
-        for share in devices.share:
-            if not share.healthy:
-                continue
-            cards += 1
-            memory_used += share.used_memory
-            memory_total += share.memory
-            if _whole_share(share):
-                whole += 1
-            elif share.used_memory:
-                shared += 1
-            allocated += share.used_memory / share.memory if share.memory else 0.0
-    return GpuSample(
-        time=now,
-        gpus=cards,
-        whole=whole,
-        shared_cards=shared,
-        memory=memory_used / memory_total if memory_total else 0.0,
-        cores=cores_used / cores_total if cores_total else 0.0,
-        mig_instances=mig_instances,
-        mig_cards=mig_cards,
-        allocated=allocated,
-        free=free,
-        fragmented=fragmented,
-    )
+        row[_CARDS] += 1
+        row[_MEM_USED] += card.used_memory
+        row[_MEM_TOTAL] += card.memory
+        if card.mig is not None:
+            row[_MIG_INSTANCES] += len(card.mig.taken)
+            row[_MIG_CARDS] += bool(card.mig.taken)
+            row[_ALLOCATED] += _ratio(card.used_memory, card.memory)
+            continue
+        row[_CORES_USED] += card.used_cores
+        row[_CORES_TOTAL] += card.cores
+        row[_SHARED] += bool(card.used_count)
+        row[_ALLOCATED] += max(
+            _ratio(card.used_memory, card.memory), _ratio(card.used_cores, card.cores)
+        )
+    for share in devices.share:
+        if not share.healthy:
+            continue
+        row[_CARDS] += 1
+        row[_MEM_USED] += share.used_memory
+        row[_MEM_TOTAL] += share.memory
+        if _whole_share(share):
+            row[_WHOLE] += 1
+        elif share.used_memory:
+            row[_SHARED] += 1
+        row[_ALLOCATED] += _ratio(share.used_memory, share.memory)
+    return row
 
 
 def _whole_share(card: gpushare.ShareCard) -> bool:

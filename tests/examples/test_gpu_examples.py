@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from stromboli.core.cli import main
+from stromboli.core.scheduler.util.devices.fragmentation import PodShape, WorkloadMix
 from stromboli.core.scheduler.util.devices.vgpu import NO_MEMORY, NO_MIG_INSTANCE, WRONG_TYPE
 
 GPU = Path(__file__).resolve().parents[2] / "examples" / "gpu"
@@ -91,22 +92,39 @@ def test_spread_puts_one_pod_per_card_and_big_waits_for_memory() -> None:
     assert NO_MEMORY in explain("big", VGPU.name, SPREAD.name)
 
 
+INFER = PodShape(2000.0, 0.0, 1, gpu_memory=10000, gpu_cores=25)
+BIG = PodShape(2000.0, 0.0, 1, gpu_memory=40000)
+H100 = PodShape(2000.0, 0.0, 1, gpu_memory=10000, use_types=("H100",))
+
+
+def shares() -> dict[PodShape, float]:
+    """Each shape's share of the mix, as the fragmentation plugin weighs the pods seen."""
+    mix = WorkloadMix()
+    for shape in [INFER] * 4 + [BIG, H100]:
+        mix.observe(shape)
+    mix._derive()  # the plugin's weights for exactly these pods
+    total = float(mix.weights.sum())
+    return {shape: float(w) / total for shape, w in zip(mix.shapes, mix.weights, strict=True)}
+
+
 def test_spread_fragmentation_is_the_mix_that_cannot_use_the_free_memory() -> None:
-    # Each card keeps 750 milli free (75% of its cores); of the six pods seen, the four
-    # inference pods could use it, big (977 milli of a card) and h100-only (no H100) not:
-    # 2/6 of the 3 free cards are fragmented.
+    # Each card keeps 750 milli free (75% of its cores): the inference pods could use it, big
+    # (977 milli of a card) and h100-only (no H100) not, so each node's 1.5 free cards are a
+    # fragment for their share of the mix.
+    share = shares()
     gpu = run(VGPU.name, SPREAD.name)["gpu"]
     end = gpu["timeline"][-1]
     assert end["free"] == pytest.approx(3.0)
-    assert end["fragmented"] == pytest.approx(1.0)
-    assert gpu["summary"]["fragmentation"]["end"] == pytest.approx(1 / 3, abs=1e-3)
+    assert end["fragmented"] == pytest.approx(3.0 * (share[BIG] + share[H100]), abs=1e-3)
+    assert end["fragmentation"] == pytest.approx(share[BIG] + share[H100], abs=1e-3)
+    assert gpu["summary"]["fragmentation"]["end"] == end["fragmentation"]
     assert end["sharedCards"] == 4
     assert end["cores"] == pytest.approx(0.25)
-    # Binpack leaves gpu-b's two idle cards, lost only to h100-only (1 of 6 pods), and a
-    # sliver of 23 milli on gpu-a's second card (960 MiB) that no pod can use.
+    # Binpack leaves gpu-b's two idle cards, lost only to h100-only, and a sliver of 23 milli
+    # on gpu-a's second card (960 MiB) that no pod can use.
     packed = run(VGPU.name, BINPACK.name)["gpu"]["timeline"][-1]
     assert packed["free"] == pytest.approx(2.023)
-    assert packed["fragmented"] == pytest.approx(0.023 + 2 / 6, abs=1e-3)
+    assert packed["fragmented"] == pytest.approx(0.023 + 2 * share[H100], abs=1e-3)
     assert packed["fragmented"] < end["fragmented"] / 2
 
 
@@ -130,7 +148,9 @@ def test_a_pod_asking_for_a_model_no_card_is_waits_with_the_model_named() -> Non
 def test_the_text_report_shows_gpus_over_time_and_the_map() -> None:
     out = report(VGPU.name, SPREAD.name)
     assert "GPUs over time (4 cards)" in out
-    assert "fragmentation (of free)" in out and "33%" in out
+    share = shares()
+    assert "fragmentation (of free)" in out
+    assert f"{(share[BIG] + share[H100]) * 100:.0f}%" in out
     assert "GPU map at the end (2 nodes)" in out
     short = report(VGPU.name, SPREAD.name, "--gpu-map", "1")
     assert "the 1 most fragmented" in short and "--gpu-map all" in short
