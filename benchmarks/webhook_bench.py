@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import ssl
@@ -327,6 +328,16 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def runqueue_seconds(pid: int) -> float:
+    """Seconds the process's threads have waited for a CPU while runnable (schedstat): on
+    a shared machine this, not the server's own work, is most of the wall-clock tail."""
+    total = 0
+    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        with contextlib.suppress(OSError):  # a thread may end meanwhile
+            total += int(stat.read_text().split()[1])
+    return total / 1e9
+
+
 def load_average() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
@@ -491,6 +502,7 @@ def main() -> None:
                 print(f"/pods/mutate: enrolment of a pod owned by ReplicaSet uid {owner_uid}")
             print(f"load average before: {load_average()}")
             cpu_before = cpu_seconds(server.pid)
+            waited_before = runqueue_seconds(server.pid)
             loader = subprocess.Popen(
                 [
                     *(sys.executable, __file__, "--load", base, str(run_dir / "ca.crt")),
@@ -523,12 +535,13 @@ def main() -> None:
             if loader.returncode:
                 sys.exit(f"the load client failed ({loader.returncode})")
             cpu = cpu_seconds(server.pid) - cpu_before
+            waited = runqueue_seconds(server.pid) - waited_before
             result = json.loads(out.strip().splitlines()[-1])
             report(result)
             print(
                 f"server CPU {cpu:.2f} s for {result['sent']} requests: "
-                f"{1000 * cpu / max(1, result['sent']):.3f} ms per request; "
-                f"load average after: {load_average()}"
+                f"{1000 * cpu / max(1, result['sent']):.3f} ms per request; runnable but "
+                f"waiting for a CPU {waited:.2f} s; load average after: {load_average()}"
             )
             if flooder is not None:
                 out, _ = flooder.communicate(timeout=args.flood_hold + 60)
