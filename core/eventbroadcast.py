@@ -7,7 +7,9 @@ folded into it (one write carries their count), and a key being written is never
 workers at once (a repeat waits for the create, then PATCHes the count on the object it made).
 At most ``backlog`` distinct events wait; beyond that a new one is dropped and counted
 (``backlog``), as client-go drops on a full channel, so a burst costs bounded memory and the
-cycle that caused it is not slowed.
+cycle that caused it is not slowed. The bound is ten times client-go's 1,000: one cycle that
+binds a few thousand pods records an event per pod and one per PodGroup at once, and these
+are the events users read (a waiting event costs a few hundred bytes).
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ log = logging.getLogger(__name__)
 
 #: Writers in flight: each holds at most one client rate-limit reservation, so bindings queued
 #: behind events wait for at most this many of them.
-EVENT_WORKERS = 4
+EVENT_WORKERS = 8
 #: Distinct events waiting to be written before new ones are dropped (client-go: 1,000).
-EVENT_BACKLOG = 1000
+EVENT_BACKLOG = 10_000
 #: Seconds ``close`` waits for the backlog to drain before it gives up on the rest.
 CLOSE_TIMEOUT = 5.0
 
