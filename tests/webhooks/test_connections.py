@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import ssl
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -356,3 +357,89 @@ async def test_a_connection_over_the_handshake_bound_waits_its_turn(
         assert book.peak_handshaking == 1 and not book.refused
         close_all([secured])
         await until(lambda: book.open == 0, "closed connections kept their places")
+
+
+async def test_a_client_that_speaks_no_tls_is_closed_and_counted(
+    certificate: ServingCertificate,
+) -> None:
+    async with serving(certificate, ConnectionLimits()) as server:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(request_bytes(pod_review()))  # plain HTTP to the HTTPS port
+        assert await closed_by_server(reader)
+        failed = "stromboli_webhook_tls_handshake_failures_total"
+        await until(lambda: sample(server, failed, HANDSHAKE_FAILED) == 1, "not counted")
+        await until(lambda: gate_of(server).book.open == 0, "it kept its place")
+
+
+class Recorder(asyncio.Protocol):
+    """The protocol behind the TLS layer, as aiohttp's handler sees its events."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, bytes]] = []
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.events.append(("made", b""))
+
+    def data_received(self, data: bytes) -> None:
+        self.events.append(("data", data))
+
+    def eof_received(self) -> None:
+        self.events.append(("eof", b""))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.events.append(("lost", b""))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    before=st.lists(st.binary(min_size=1, max_size=8), max_size=5),
+    after=st.lists(st.binary(min_size=1, max_size=8), max_size=5),
+    eof_early=st.booleans(),
+    lost_early=st.booleans(),
+)
+def test_what_arrives_before_the_handler_is_attached_reaches_it_in_order(
+    before: list[bytes], after: list[bytes], eof_early: bool, lost_early: bool
+) -> None:
+    from stromboli.webhooks.connections import _Tls
+
+    async def scenario() -> None:
+        book = ConnectionBook()
+        assert book.admit() == ""
+        handler = Recorder()
+        tls = _Tls(book, handler)
+        for data in before:
+            tls.data_received(data)
+        if eof_early:
+            tls.eof_received()
+        if lost_early:  # the connection went between the handshake and the attach
+            tls.connection_lost(None)
+            server, client = socket.socketpair()
+            transport, _ = await asyncio.get_running_loop().connect_accepted_socket(
+                asyncio.Protocol, server
+            )
+            tls.attach(transport, 60, lambda: None)
+            transport.abort()
+            client.close()
+            assert handler.events == [] and book.open == 0
+            tls.release()
+            assert book.open == 0  # given back once
+            return
+        server, client = socket.socketpair()
+        transport, _ = await asyncio.get_running_loop().connect_accepted_socket(
+            asyncio.Protocol, server
+        )
+        tls.attach(transport, 60, lambda: None)
+        after = [] if eof_early else after  # nothing follows an end of stream
+        for data in after:
+            tls.data_received(data)
+        tls.connection_lost(None)
+        tls.connection_lost(None)
+        expected = [("made", b"")] + [("data", d) for d in before]
+        expected += [("eof", b"")] if eof_early else []
+        expected += [("data", d) for d in after] + [("lost", b"")]
+        assert handler.events == expected
+        assert book.open == 0
+        transport.abort()
+        client.close()
+
+    asyncio.run(scenario())
