@@ -137,6 +137,8 @@ ACTED_ON: Final[frozenset[tuple[str, str]]] = frozenset(
         (k.FLOW_V1ALPHA1, "JobFlow"),
         (k.FLOW_V1ALPHA1, "JobTemplate"),
         (k.TOPOLOGY_V1ALPHA1, "HyperNode"),
+        # The numa-aware plugin reads each node's NUMA layout from it.
+        (k.NODEINFO_V1ALPHA1, "Numatopology"),
         # The framework adapters make every converted kind's PodGroup; Trainer's runtimes
         # are read by its TrainJobs.
         *((info.api_version, info.kind) for info in FRAMEWORK_KINDS),

@@ -208,6 +208,13 @@ def test_single_numa_node_pods_take_one_numa_node_each_and_the_wide_one_is_refus
     assert "numa-aware" in out and "single-numa-node: no NUMA node has 4 free CPUs" in out
 
 
+def test_the_numatopology_is_not_reported_as_inert() -> None:
+    args = ["simulate", str(GPU / "numa.yaml"), "--scheduler-conf", str(GPU / "numa-conf.yaml")]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0
+    assert "Numatopology" not in result.stderr  # numa-aware reads it
+
+
 def test_whole_gpus_are_counted_per_node() -> None:
     gpu = run("numa.yaml", "numa-conf.yaml")["gpu"]
     (node,) = gpu["nodes"]
