@@ -429,14 +429,14 @@ def test_what_arrives_before_the_handler_is_attached_reaches_it_in_order(
             asyncio.Protocol, server
         )
         tls.attach(transport, 60, lambda: None)
-        after = [] if eof_early else after  # nothing follows an end of stream
-        for data in after:
+        later = [] if eof_early else after  # nothing follows an end of stream
+        for data in later:
             tls.data_received(data)
         tls.connection_lost(None)
         tls.connection_lost(None)
         expected = [("made", b"")] + [("data", d) for d in before]
         expected += [("eof", b"")] if eof_early else []
-        expected += [("data", d) for d in after] + [("lost", b"")]
+        expected += [("data", d) for d in later] + [("lost", b"")]
         assert handler.events == expected
         assert book.open == 0
         transport.abort()
