@@ -19,9 +19,12 @@ Every node is scored (Volcano's ``--percentage-nodes-to-find=100``), as the pape
 does. Prints, per trace, the GPUs allocated (% of capacity) at every 10% of arrived demand for
 our ``fragmentation`` policy, ``deviceshare`` binpack and spread, plain ``binpack``, beside the
 paper's six policies (mean over its seeds, from ``fgd_expected_allocation.csv``), then the
-unallocated-GPU ratio at 100% against FGD's, and the replay times with the load average.
+allocation at 100% arrived per seed with its mean and range beside FGD's over its seeds, and
+the replay times (process CPU seconds, wall seconds) with the load average. ``--seeds 10``
+replays the paper's seeds (42-51); every policy sees the same arrival sequence per seed.
 
 Run: .venv/bin/python benchmarks/fragmentation_bench.py [--trace default] [--policy ours]
+[--seeds 10]
 """
 
 from __future__ import annotations
@@ -339,59 +342,111 @@ def expected(path: Path, workload: str, points: Iterable[int]) -> dict[str, dict
     return {p: {x: v / runs[p] for x, v in into.items()} for p, into in sums.items()}
 
 
+@dataclass(slots=True)
+class SeedRuns:
+    """One policy's curves over several seeds: the mean at each point, and per seed the value
+    at 100% arrived (the paper reports its mean over seeds 42-51)."""
+
+    curves: list[dict[int, float]]
+    replays: list[Replay]
+
+    def mean(self, point: int) -> float:
+        return sum(c[point] for c in self.curves) / len(self.curves)
+
+    def at(self, point: int) -> list[float]:
+        return [c[point] for c in self.curves]
+
+
+def run_seeds(
+    nodes: Sequence[TraceNode],
+    pods: Sequence[TracePod],
+    policies: Sequence[str],
+    seeds: Sequence[int],
+    tune: float,
+    shuffle: bool = True,
+) -> dict[str, SeedRuns]:
+    """Each policy replayed on the arrival sequence of each seed (the same sequences for all
+    policies, so that they compare pod for pod)."""
+    capacity = float(sum(n.gpus for n in nodes))
+    out = {p: SeedRuns([], []) for p in policies}
+    for seed in seeds:
+        sequence = arrivals(pods, capacity, seed, tune, shuffle=shuffle)
+        for policy in policies:
+            result = replay(nodes, sequence, POLICIES[policy])
+            out[policy].curves.append(curve(sequence, result.placed, capacity, POINTS))
+            out[policy].replays.append(result)
+    return out
+
+
+def paper_seeds(path: Path, workload: str, policy: str = "FGD", point: int = 100) -> list[float]:
+    """The paper's value at ``point`` for each of its seeds, for one policy."""
+    with path.open(newline="") as handle:
+        return [
+            float(row[str(point)])
+            for row in csv.DictReader(handle)
+            if row["workload"] == workload and row["sc_policy"].split("-", 1)[-1] == policy
+        ]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traces", type=Path, default=TRACES)
     parser.add_argument("--trace", action="append", choices=sorted(WORKLOADS))
     parser.add_argument("--policy", action="append", choices=sorted(POLICIES))
-    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--seed", type=int, default=42, help="the first seed")
+    parser.add_argument(
+        "--seeds", type=int, default=1, help="how many seeds from --seed (the paper: 10 from 42)"
+    )
     parser.add_argument("--tune", type=float, default=1.3)
     parser.add_argument("--trace-order", action="store_true", help="do not shuffle the trace")
     args = parser.parse_args(argv)
     nodes = read_nodes(args.traces / NODE_FILE)
     capacity = float(sum(n.gpus for n in nodes))
+    seeds = list(range(args.seed, args.seed + max(1, args.seeds)))
     order = "trace order" if args.trace_order else "shuffled"
     print(
-        f"openb: {len(nodes)} nodes, {capacity:.0f} GPUs; seed {args.seed}, tune {args.tune}, "
-        f"pods {order}"
+        f"openb: {len(nodes)} nodes, {capacity:.0f} GPUs; seeds {seeds[0]}-{seeds[-1]}, "
+        f"tune {args.tune}, pods {order}"
     )
     for trace in args.trace or list(WORKLOADS):
         workload = WORKLOADS[trace]
-        sequence = arrivals(
-            read_pods(args.traces / f"{workload}.csv"),
-            capacity,
-            args.seed,
-            args.tune,
-            shuffle=not args.trace_order,
-        )
+        pods = read_pods(args.traces / f"{workload}.csv")
         paper = expected(args.traces / EXPECTED_FILE, workload, POINTS)
-        ours: dict[str, dict[int, float]] = {}
-        times: dict[str, Replay] = {}
-        for policy in args.policy or list(POLICIES):
-            result = replay(nodes, sequence, POLICIES[policy])
-            ours[policy] = curve(sequence, result.placed, capacity, POINTS)
-            times[policy] = result
-        print(
-            f"\n{trace}: {len(sequence)} arrivals; GPUs allocated (% of capacity) by arrived demand"
+        runs = run_seeds(
+            nodes, pods, args.policy or list(POLICIES), seeds, args.tune, not args.trace_order
         )
-        columns = [*ours, *paper]
+        arrived = len(arrivals(pods, capacity, seeds[0], args.tune, not args.trace_order))
+        print(
+            f"\n{trace}: {arrived} arrivals (seed {seeds[0]}); GPUs allocated (% of capacity) by "
+            f"arrived demand, mean over {len(seeds)} seed(s)"
+        )
+        columns = [*runs, *paper]
         print("arrived  " + " ".join(f"{c[:13]:>13}" for c in columns))
         for point in POINTS:
-            cells = [ours[c][point] for c in ours] + [paper[c][point] for c in paper]
+            cells = [runs[c].mean(point) for c in runs] + [paper[c][point] for c in paper]
             print(f"{point:>6}%  " + " ".join(f"{v:>13.1f}" for v in cells))
-        fgd = paper.get("FGD", {}).get(100)
-        if fgd is not None:
-            print(f"unallocated GPUs at 100% arrived (FGD: {100 - fgd:.1f}%):")
-            for policy, points in ours.items():
+        fgd = paper_seeds(args.traces / EXPECTED_FILE, workload)
+        if fgd:
+            print(
+                f"at 100% arrived, mean [range] over seeds; FGD {sum(fgd) / len(fgd):.2f} "
+                f"[{min(fgd):.2f}-{max(fgd):.2f}] over its {len(fgd)} seeds:"
+            )
+            for policy, run in runs.items():
+                values = run.at(100)
+                mean = sum(values) / len(values)
                 print(
-                    f"  {policy:<20} {100 - points[100]:5.1f}%  ({points[100] - fgd:+.1f} vs FGD)"
+                    f"  {policy:<20} {mean:6.2f} [{min(values):.2f}-{max(values):.2f}] "
+                    f"({mean - sum(fgd) / len(fgd):+.2f} vs FGD); per seed "
+                    + " ".join(f"{v:.2f}" for v in values)
                 )
         load = os.getloadavg()
-        for policy, result in times.items():
+        for policy, run in runs.items():
+            cpu = [r.cpu_seconds for r in run.replays]
+            wall = [r.seconds for r in run.replays]
             print(
-                f"  {policy:<20} replay {result.seconds:6.1f} s wall, {result.cpu_seconds:.1f} s "
-                f"CPU (+{result.build_seconds:.1f} s to build the cache); load average "
-                f"{load[0]:.2f} {load[1]:.2f}"
+                f"  {policy:<20} replay CPU {sum(cpu) / len(cpu):.1f} s mean, {max(cpu):.1f} s "
+                f"max; wall {sum(wall) / len(wall):.1f} s mean (+{run.replays[0].build_seconds:.1f}"
+                f" s to build the cache); load average {load[0]:.2f} {load[1]:.2f}"
             )
     return 0
 

@@ -98,3 +98,32 @@ def test_a_gpu_spec_becomes_the_use_gputype_annotation() -> None:
     assert requests["volcano.sh/vgpu-memory-percentage"] == "25"
     assert requests["volcano.sh/vgpu-cores"] == "25"
     assert group["metadata"]["name"] == pod["metadata"]["name"]
+
+
+def test_seeds_are_replayed_alike_for_every_policy_and_averaged(tmp_path: Path) -> None:
+    write_trace(tmp_path, CRAFTED_NODES, CRAFTED_PODS)
+    nodes = bench.read_nodes(tmp_path / bench.NODE_FILE)
+    pods = bench.read_pods(tmp_path / "openb_pod_list_default.csv")
+    runs = bench.run_seeds(nodes, pods, ["ours", "binpack"], [5, 6], tune=1.0)
+    for policy, run in runs.items():
+        assert len(run.curves) == len(run.replays) == 2
+        for seed, values in zip((5, 6), run.curves, strict=True):
+            sequence = bench.arrivals(pods, 9.0, seed, 1.0)
+            alone = bench.replay(nodes, sequence, bench.POLICIES[policy])
+            assert values == bench.curve(sequence, alone.placed, 9.0, bench.POINTS)
+        assert run.mean(100) == pytest.approx(sum(run.at(100)) / 2)
+
+
+def test_the_paper_value_of_each_seed_is_read_back(tmp_path: Path) -> None:
+    header = "workload,sc_policy,tune,seed,total_gpus," + ",".join(str(i) for i in range(131))
+    rows = [header]
+    for seed, value in ((42, 95.0), (43, 95.5)):
+        cells = ",".join(str(value + i / 1000) for i in range(131))
+        rows.append(f"openb_pod_list_default,06-FGD,1.3,{seed},6212,{cells}")
+    rows.append(
+        "openb_pod_list_default,05-BestFit,1.3,42,6212," + ",".join("1" for _ in range(131))
+    )
+    path = tmp_path / bench.EXPECTED_FILE
+    path.write_text("\n".join(rows) + "\n")
+    assert bench.paper_seeds(path, "openb_pod_list_default") == [95.1, 95.6]
+    assert bench.paper_seeds(path, "openb_pod_list_default", "BestFit", 0) == [1.0]
