@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 
 from stromboli.core.api.keys import Key, object_key
 from stromboli.core.cluster.errors import GoneError
-from stromboli.core.cluster.store import ClusterStore, WatchStream
+from stromboli.core.cluster.store import ClusterStore, ObjectList, WatchStream
 from stromboli.core.quarantine import Quarantine
 
 log = logging.getLogger(__name__)
@@ -74,11 +74,19 @@ class Informer:
         if self.fed:
             await self._synced.wait()
             return
-        for kind in self.kinds:
-            await self._relist(kind)
+        # Every kind's first list at once: the API server prepares the large ones (a
+        # restart's pods) side by side with the rest; the objects are still folded in kind
+        # by kind in this informer's order (nodes before pods), as one list at a time did.
+        async with asyncio.TaskGroup() as lists:
+            pending = [lists.create_task(self._list(kind)) for kind in self.kinds]
+        for kind, listed in zip(self.kinds, pending, strict=True):
+            self._fold(kind, listed.result())
 
     async def _relist(self, kind: Kind) -> None:
         """List ``kind``, reconcile with what was known (synthesising deletions), then watch."""
+        self._fold(kind, await self._list(kind))
+
+    async def _list(self, kind: Kind) -> ObjectList:
         old = self.streams.pop(kind, None)
         if old is not None:
             await old.aclose()
@@ -86,6 +94,9 @@ class Informer:
         # older than what this informer already holds, so it is a consistent read.
         listed = await self.store.list(*kind, cached=kind not in self._watched)
         self._watched.add(kind)
+        return listed
+
+    def _fold(self, kind: Kind, listed: ObjectList) -> None:
         seen: dict[tuple[str, str], dict] = {}
         for obj in listed.items:
             meta = obj["metadata"]
