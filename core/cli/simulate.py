@@ -164,7 +164,7 @@ def _gpu_map_nodes(value: str) -> int | None:
     show_default=True,
     metavar="N|all",
     help="GPU nodes the report's per-node GPU map lists, the most fragmented first; 'all' "
-    "lists every one (--output json and --html always have them all).",
+    "lists every one, 0 none (--output json and --html always have them all).",
 )
 @click.option(
     "--progress/--no-progress",

@@ -353,8 +353,8 @@ def print_report(
     samples = gpu_samples(result)
     if samples:
         sections.append(gpu_table(samples))
-        nodes = sampler_for(result.scheduler).node_map(result.scheduler)
-        if nodes:
+        nodes = sampler_for(result.scheduler).node_map(result.scheduler) if gpu_map != 0 else []
+        if nodes:  # --gpu-map 0: no map
             sections.append(gpu_map_table(nodes, gpu_map))
     waiting = waiting_jobs(result, final, fig.jobs)
     if waiting:

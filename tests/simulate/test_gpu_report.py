@@ -186,6 +186,11 @@ def test_gpu_map_refuses_what_is_not_a_count() -> None:
     for bad in ("x", "-1"):
         result = CliRunner().invoke(main, [*args, bad])
         assert result.exit_code == 2 and "--gpu-map" in result.output
+    conf = ["--scheduler-conf", str(EXAMPLES / "gpu-share-conf.yaml")]
+    shown = CliRunner().invoke(main, [*args, "all", *conf], env={"COLUMNS": "200"}).output
+    assert "GPU map at the end (2 nodes)" in shown and "gpu-node" in shown
+    hidden = CliRunner().invoke(main, [*args, "0", *conf], env={"COLUMNS": "200"}).output
+    assert "GPUs over time" in hidden and "GPU map" not in hidden
 
 
 def _register(cards: int, memory: int) -> str:
