@@ -82,6 +82,12 @@ POLICIES = {
     arguments: {{{_VGPU}}}
   - name: fragmentation
 """,
+    "ours-demand": _BASE
+    + f"""  - name: deviceshare
+    arguments: {{{_VGPU}}}
+  - name: fragmentation
+    arguments: {{fragmentation.mixWeight: demand}}
+""",
     "deviceshare-binpack": _BASE
     + f"""  - name: deviceshare
     arguments: {{{_VGPU}, "deviceshare.SchedulePolicy": binpack, "deviceshare.ScheduleWeight": 1}}

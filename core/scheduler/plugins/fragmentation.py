@@ -4,17 +4,21 @@ usable by the pods likely to come (beyond Volcano; in the spirit of FGD, ATC'23)
 It works on the cards ``deviceshare`` tracks (vGPU and MIG cards, and the legacy memory-share
 cards), so ``deviceshare`` must be in the configuration too. Every pod the session reaches is
 counted into a *workload mix* (with the pods already bound when the session opens); a node's
-fragmentation is the free GPU capacity the mix's shapes could not use there, weighted by how
-often each shape was seen (``util/devices/fragmentation.py``). Node order (batch): each
-candidate node scores by how little the pod's best placement there adds to its fragmentation,
-0 to 100 × ``fragmentation.weight`` between the worst and the best candidate. The card a
-one-GPU pod takes on the chosen node is the one that adds least, too, in place of
+fragmentation is the free GPU capacity the mix's shapes could not use there, each shape
+weighted by how often it was seen (``util/devices/fragmentation.py``). Node order
+(batch): each candidate node scores by how little the pod's best placement there adds to its
+fragmentation, 0 to 100 × ``fragmentation.weight`` between the worst and the best candidate. The
+card a one-GPU pod takes on the chosen node is the one that adds least, too, in place of
 ``deviceshare.SchedulePolicy``'s order. Pods without GPUs are scored as well: taking a GPU
 node's last cpu strands its free cards.
 
-Arguments: ``fragmentation.weight`` (default 1; 0 turns scoring off), and
+Arguments: ``fragmentation.weight`` (default 1; 0 turns scoring off),
 ``fragmentation.maxShapes`` (default 64: the most frequent shapes kept in the mix; more is
-closer to the whole mix and slower).
+closer to the whole mix and slower), and ``fragmentation.mixWeight`` (``count``, the default:
+a shape weighs by how many pods brought it, as FGD's target workload does; ``demand``: by the
+GPUs they asked for, which favours keeping whole cards and nodes for multi-GPU pods — on openb
+it allocated more where such pods are rare, default trace, and less where they bring half the
+demand, multigpu50).
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.util.devices import vgpu
 from stromboli.core.scheduler.util.devices.fragmentation import (
+    BY_COUNT,
+    BY_DEMAND,
     FULL,
     MixArrays,
     PodShape,
@@ -46,6 +52,7 @@ log = logging.getLogger(__name__)
 
 WEIGHT = "fragmentation.weight"
 MAX_SHAPES = "fragmentation.maxShapes"
+MIX_WEIGHT = "fragmentation.mixWeight"
 MAX_NODE_SCORE = 100.0
 #: The most shapes a mix may keep, whatever the argument says (each costs every score).
 SHAPES_LIMIT = 256
@@ -104,7 +111,11 @@ def card_free(card: vgpu.Card) -> int:
 
 class FragmentationPlugin(Plugin):
     name = "fragmentation"
-    known_arguments: ClassVar[dict[str, object]] = {WEIGHT: 1, MAX_SHAPES: 64}
+    known_arguments: ClassVar[dict[str, object]] = {
+        WEIGHT: 1,
+        MAX_SHAPES: 64,
+        MIX_WEIGHT: BY_COUNT,
+    }
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
@@ -118,7 +129,18 @@ class FragmentationPlugin(Plugin):
                 SHAPES_LIMIT,
             )
             limit = 64
-        self.mix = WorkloadMix(limit)
+        by = self.arguments.get_str(MIX_WEIGHT, BY_COUNT)
+        if by not in (BY_DEMAND, BY_COUNT):
+            log.warning(
+                "plugin fragmentation: %s is %r, not %r or %r; using %r",
+                MIX_WEIGHT,
+                by,
+                BY_COUNT,
+                BY_DEMAND,
+                BY_COUNT,
+            )
+            by = BY_COUNT
+        self.mix = WorkloadMix(limit, by)
         self.inventory: DeviceInventory | None = None
         self._seen: set[str] = set()
         self._scores: dict[PodShape, tuple[np.ndarray, np.ndarray]] = {}

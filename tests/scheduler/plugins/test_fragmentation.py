@@ -16,6 +16,8 @@ from stromboli.core.scheduler.actions.allocate import AllocateAction
 from stromboli.core.scheduler.builtins import register_builtins
 from stromboli.core.scheduler.util.devices import vgpu
 from stromboli.core.scheduler.util.devices.fragmentation import (
+    BY_COUNT,
+    BY_DEMAND,
     FULL,
     NEVER,
     PodShape,
@@ -31,8 +33,10 @@ register_builtins()
 GIB = float(1 << 30)
 
 
-def mix_of(*shapes: PodShape, cards: int = 2, memory: int = 16000) -> tuple[Any, np.ndarray]:
-    mix = WorkloadMix(limit=64)
+def mix_of(
+    *shapes: PodShape, cards: int = 2, memory: int = 16000, by: str = BY_COUNT
+) -> tuple[Any, np.ndarray]:
+    mix = WorkloadMix(limit=64, by=by)
     for shape in shapes:
         mix.observe(shape)
     mix._derive()
@@ -42,9 +46,13 @@ def mix_of(*shapes: PodShape, cards: int = 2, memory: int = 16000) -> tuple[Any,
 
 
 def frag(
-    free: list[int], shapes: list[PodShape], cpu: float = 64000, mem: float = 64 * GIB
+    free: list[int],
+    shapes: list[PodShape],
+    cpu: float = 64000,
+    mem: float = 64 * GIB,
+    by: str = BY_COUNT,
 ) -> float:
-    arrays, _ = mix_of(*shapes, cards=len(free))
+    arrays, _ = mix_of(*shapes, cards=len(free), by=by)
     return float(
         expected_fragments(
             np.array([free], dtype=np.int32), np.array([cpu]), np.array([mem]), arrays.need, arrays
@@ -80,6 +88,46 @@ def test_the_mix_weighs_each_shape_by_how_often_it_was_seen() -> None:
     assert frag([1000, 500], [SHARE_60, SHARE_60, SHARE_60, WHOLE_2]) == 0.75 * 500 + 0.25 * 1500
 
 
+def test_by_demand_the_mix_weighs_each_shape_by_the_gpus_its_pods_asked_for() -> None:
+    # SHARE_60 three times (3 x 60 hundredths, fragment 500), WHOLE_2 once (200, fragment 1500).
+    mixed = [SHARE_60, SHARE_60, SHARE_60, WHOLE_2]
+    assert frag([1000, 500], mixed, by=BY_DEMAND) == (180 * 500 + 200 * 1500) / 380
+
+
+def test_the_demand_of_a_shape_is_its_cards_times_its_share() -> None:
+    assert [SHARE_60.demand, WHOLE_1.demand, WHOLE_2.demand, CPU_ONLY.demand] == [60, 100, 200, 100]
+    assert PodShape(0, 0, 2, gpu_memory=8000).demand == 200  # asked in MiB: a whole card each
+    assert PodShape(0, 0, 1, 0, 250, 0).demand == 100  # never more than the card
+
+
+def test_by_demand_a_rare_pod_of_many_gpus_is_not_outvoted_by_many_small_ones() -> None:
+    """Node a has two idle cards, node b one card 70% free; the history is twenty 30% pods and
+    one 2-GPU pod. A 50% pod on a breaks the only pair the 2-GPU pod could use; on b it leaves
+    200 no 30% pod can use. Counting pods, twenty small ones outvote the pair; weighing by the
+    GPUs asked (600 against 200 hundredths), the pair is kept: the 2-GPU pod brings as much
+    demand as seven of the small ones."""
+    small = PodShape(1000, GIB, 1, 0, 30, 30)
+    history = [small] * 20 + [WHOLE_2]
+    card_memory = np.array([[16000, 16000], [16000, 0]])
+    card_types = np.full((2, 2), "T4", dtype=object)
+    before = np.array([[1000, 1000], [700, 0]], dtype=np.int32)
+    after = np.array([[500, 1000], [200, 0]], dtype=np.int32)
+    added = {}
+    for by in (BY_COUNT, BY_DEMAND):
+        mix = WorkloadMix(limit=64, by=by)
+        for shape in history:
+            mix.observe(shape)
+        mix._derive()
+        arrays = mix_arrays(mix, card_memory, card_types)
+        idle = np.full(2, 64000.0), np.full(2, 64 * GIB)
+        added[by] = expected_fragments(after, *idle, arrays.need, arrays) - expected_fragments(
+            before, *idle, arrays.need, arrays
+        )
+    assert added[BY_COUNT][0] < added[BY_COUNT][1]  # counting pods: break a's pair
+    assert added[BY_DEMAND][1] < added[BY_DEMAND][0]  # by demand: take b's sliver
+    assert added[BY_DEMAND].tolist() == [1500 * 200 / 800, (200 * 600 - 500 * 200) / 800]
+
+
 def test_a_card_of_a_model_the_shape_may_not_use_is_a_fragment() -> None:
     shape = PodShape(1000, GIB, 1, 0, 50, 50, use_types=("A100",))
     need = shape.need(np.array([[16000, 16000]]), np.array([["T4", "NVIDIA-A100"]], dtype=object))
@@ -107,7 +155,7 @@ def test_placements_of_several_gpus_take_the_tightest_cards() -> None:
 
 
 def test_the_mix_keeps_the_most_frequent_shapes_and_changes_epoch_on_doubling() -> None:
-    mix = WorkloadMix(limit=2)
+    mix = WorkloadMix(limit=2, by=BY_COUNT)
     epochs = []
     for shape in [SHARE_60] * 5 + [WHOLE_1] * 3 + [CPU_ONLY]:
         mix.observe(shape)
@@ -116,6 +164,9 @@ def test_the_mix_keeps_the_most_frequent_shapes_and_changes_epoch_on_doubling() 
     assert mix.shapes == (SHARE_60, WHOLE_1)
     assert mix.weights.tolist() == [5, 3]
     assert epochs == [1, 2, 2, 3, 3, 3, 3, 4, 4]
+    mix.by = BY_DEMAND
+    mix._derive()
+    assert mix.weights.tolist() == [5 * 60, 3 * 100]  # the most frequent, weighed by demand
 
 
 # -- properties --------------------------------------------------------------------------------
@@ -247,6 +298,20 @@ def test_a_shared_pod_fills_a_used_card_before_breaking_an_idle_one() -> None:
     big = vgpu.decode(placed["big"][k.VGPU_IDS_NEW_KEY])[0][0].uuid
     small = vgpu.decode(placed["small"][k.VGPU_IDS_NEW_KEY])[0][0].uuid
     assert small == big
+
+
+def test_the_mix_counts_pods_unless_told_to_weigh_by_demand() -> None:
+    objects = [gpu_node("n1", 1), *gpu_pod("p", 1, 50, 0)]
+    plugins: list[str | dict] = [
+        {"name": "deviceshare", "arguments": {"deviceshare.VGPUEnable": True}}
+    ]
+    ways = {}
+    for arguments in ({}, {"fragmentation.mixWeight": "demand"}, {"fragmentation.mixWeight": "x"}):
+        config = conf(
+            "allocate", ["gang"], [*plugins, {"name": "fragmentation", "arguments": arguments}]
+        )
+        ways[str(arguments)] = make_session(objects, config).plugins["fragmentation"].mix.by
+    assert list(ways.values()) == [BY_COUNT, BY_DEMAND, BY_COUNT]  # an unknown way: the default
 
 
 def test_without_deviceshare_the_plugin_scores_nothing() -> None:

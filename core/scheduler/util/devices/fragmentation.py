@@ -5,9 +5,10 @@ A node's free GPU capacity is a *fragment* for a pod shape when that shape canno
 of it when the shape does not fit on the node at all (too little cpu or memory, too few cards
 that hold it, no card of an allowed model) or asks for no GPU, otherwise the free part of every
 card too small (or of a model not allowed) for one of its GPUs. A node's fragmentation is the
-expected fragment over the *mix* of shapes — the shapes seen so far, weighted by how often each
-was seen. Placing a pod changes the fragmentation of one node; the placement that increases it
-least keeps the most GPU capacity usable by the pods likely to come.
+expected fragment over the *mix* of shapes — the shapes seen so far, each weighted, as in FGD's
+target workload, by how often it was seen, or by the GPU demand it brought (how often × the GPUs
+it asks for). Placing a pod changes the fragmentation of one node; the placement
+that increases it least keeps the most GPU capacity usable by the pods likely to come.
 
 Amounts are in thousandths of a card (``milli``), so sums stay exact: a card's free part is the
 smaller of its free memory and free cores, in milli; a shape's need on a card is the larger of
@@ -61,6 +62,16 @@ class PodShape:
             allowed &= _types_allowed(card_types, self.use_types, self.nouse_types)
         return np.where(allowed, np.maximum(need, 1), NEVER).astype(np.int32)
 
+    @property
+    def demand(self) -> int:
+        """GPU demand of one pod of this shape, in hundredths of a card: its cards × the
+        larger of its memory and cores percentages (a whole card where it asks memory in MiB);
+        a pod without GPUs counts as one card, so that it is not weighed out of the mix."""
+        if not self.gpus:
+            return 100
+        share = max(self.gpu_percentage, self.gpu_cores)
+        return self.gpus * (min(share, 100) if share > 0 else 100)
+
 
 def _types_allowed(
     card_types: np.ndarray, use: tuple[str, ...], nouse: tuple[str, ...]
@@ -75,13 +86,22 @@ def _types_allowed(
     return np.array(ok, dtype=bool).reshape(card_types.shape)
 
 
+#: How the mix weighs a shape: by the GPU demand its pods brought, or by their count.
+BY_DEMAND = "demand"
+BY_COUNT = "count"
+
+
 class WorkloadMix:
     """The shapes seen so far and how often; the *expected mix* is the ``limit`` most frequent,
-    weighted by count. It is re-derived when the count has doubled since (and for the first
-    pods), so scores computed under one mix can be kept until it changes (``epoch``)."""
+    weighted by count (``by`` = ``count``, FGD's popularity) or by the GPU demand they brought
+    (``demand``: a shape that cannot use a free card loses allocation in proportion to the GPUs
+    its pods ask for, so an 8-GPU pod weighs as eight whole-GPU pods). It is re-derived when
+    the count has doubled since (and for the first pods), so scores computed under one mix can
+    be kept until it changes (``epoch``)."""
 
-    def __init__(self, limit: int = 32) -> None:
+    def __init__(self, limit: int = 32, by: str = BY_COUNT) -> None:
         self.limit = max(1, limit)
+        self.by = by
         self.counts: Counter[PodShape] = Counter()
         self.total = 0
         self.epoch = 0
@@ -98,9 +118,12 @@ class WorkloadMix:
     def _derive(self) -> None:
         common = self.counts.most_common(self.limit)
         self.shapes = tuple(shape for shape, _ in common)
-        #: Counts, not shares: expected fragments summed in whole numbers are exact, so
+        #: Whole numbers, not shares: expected fragments summed in whole numbers are exact, so
         #: nodes that are alike tie exactly whatever batch they are scored in.
-        self.weights = np.array([count for _, count in common], dtype=float)
+        by_demand = self.by == BY_DEMAND
+        self.weights = np.array(
+            [count * (shape.demand if by_demand else 1) for shape, count in common], dtype=float
+        )
         self._derived_at = self.total
         self.epoch += 1
 
