@@ -15,16 +15,13 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from stromboli.core.api.registry import KindInfo
-from stromboli.integrations.kinds import CRD_KIND, FRAMEWORK_KINDS
+from stromboli.integrations.kinds import FRAMEWORK_KINDS
 
 #: (API group, kind) → the framework kinds of that CRD, one per version the adapters read.
 _BY_GROUP_KIND: Final[dict[tuple[str, str], tuple[KindInfo, ...]]] = {}
 for _info in FRAMEWORK_KINDS:
     _key = (_info.group, _info.kind)
     _BY_GROUP_KIND[_key] = (*_BY_GROUP_KIND.get(_key, ()), _info)
-#: CRD fields kept in the controller's cache of CRDs (a CRD holds its whole OpenAPI schema,
-#: often hundreds of KB, and ``kubectl apply`` copies it into an annotation).
-KEPT_METADATA: Final = ("name", "uid", "resourceVersion")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,14 +94,4 @@ def read_crd(crd: Mapping[str, Any]) -> CrdReading | None:
     return CrdReading(name, group, kind, match)
 
 
-def trim(crd: dict[str, Any]) -> None:
-    """Drop all of a CRD but its identity, in place (the reading is taken first): the cache
-    of CRDs then holds a few names, not every schema of the cluster."""
-    meta = _mapping(crd.get("metadata"))
-    kept = {key: meta[key] for key in KEPT_METADATA if key in meta}
-    for key in [key for key in crd if key not in ("apiVersion", "kind")]:
-        del crd[key]
-    crd["metadata"] = kept
-
-
-__all__ = ["CRD_KIND", "CrdReading", "read_crd", "trim"]
+__all__ = ["CrdReading", "read_crd"]

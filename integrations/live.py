@@ -53,13 +53,14 @@ from stromboli.integrations.common import (
     is_ours,
     labels_of,
 )
-from stromboli.integrations.crds import CRD_KIND, read_crd, trim
+from stromboli.integrations.crds import read_crd
+from stromboli.integrations.crdwatch import CrdWatch
 from stromboli.integrations.discovery import served
 from stromboli.integrations.jobset import lws
 from stromboli.integrations.kinds import CONVERTED, FRAMEWORK_KINDS, RELATED
 from stromboli.integrations.registry import SPARK_SUBMIT, adapter_for, is_spark_submit_pod
 from stromboli.integrations.spark.submit import ROLE_LABEL
-from stromboli.integrations.watches import KindWatches, keep_following
+from stromboli.integrations.watches import KindWatches
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,6 @@ NAMESPACE: Final[Kind] = ("v1", "Namespace")
 RAY_CLUSTER: Final[Kind] = ("ray.io/v1", "RayCluster")
 LWS: Final[Kind] = (lws.API_VERSION, "LeaderWorkerSet")
 TRAINJOB: Final[Kind] = ("trainer.kubeflow.org/v1alpha1", "TrainJob")
-CRD: Final[Kind] = (CRD_KIND.api_version, CRD_KIND.kind)
 COMPONENT: Final = "stromboli-framework-adapters"
 #: Reason of the Warning event on a framework object that gets no PodGroup (Volcano's reason
 #: for a job whose PodGroup cannot be made).
@@ -215,11 +215,10 @@ class FrameworkController:
             for name in named:
                 self._forget((*kind, ns, name))
 
-    def _crd_seen(self, _kind: Kind, event_type: str, crd: dict) -> None:
+    def _crd_seen(self, event_type: str, crd: dict) -> None:
         """A CRD event: a framework CRD established starts its kind's watch, one deleted
         (or no longer readable) stops it; other CRDs are ignored."""
         reading = read_crd(crd)
-        trim(crd)  # the cache keeps names, not schemas
         if reading is None:
             return
         if event_type != "DELETED" and reading.follow is None and not reading.problem:
@@ -253,26 +252,10 @@ class FrameworkController:
             self._crd_problems.pop(reading.name, None)
 
     async def follow_crds(self) -> None:
-        """Watch CustomResourceDefinitions until cancelled (one list, then one watch: a
-        framework CRD is noticed as soon as it is established, for fewer requests than asking
-        discovery again every few seconds). Without the grant to list them, or on a server
-        that serves none, framework CRDs installed later wait for a restart, as said once."""
-        informer = Informer(self.store, [CRD], self._crd_seen, quarantine=self.quarantine)
-        listed = True
-        try:
-            await informer.start()
-        except Exception as err:
-            await informer.stop()
-            if isinstance(err, ApiError) and err.code in (401, 403, 404):
-                log.warning(
-                    "CustomResourceDefinitions cannot be watched (%s): a framework CRD "
-                    "installed from now on is followed after a restart; grant list and watch "
-                    "on customresourcedefinitions.apiextensions.k8s.io (deploy/rbac.yaml)",
-                    err,
-                )
-                return
-            listed = False  # anything else is tried again below, with backoff
-        await keep_following(informer, "CustomResourceDefinitions", listed=listed)
+        """Watch CustomResourceDefinitions until cancelled (:mod:`.crdwatch`: a framework CRD
+        is noticed as soon as it is established). Without the grant to list them, framework
+        CRDs installed later wait for a restart, as said once."""
+        await CrdWatch(self.store, self._crd_seen).run()
 
     @property
     def served_kinds(self) -> frozenset[Kind]:

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stromboli.integrations.crds import read_crd, trim
+from stromboli.integrations.crds import read_crd
 from stromboli.integrations.kinds import FRAMEWORK_KINDS, framework_kind
 
 
@@ -93,16 +93,6 @@ def test_every_framework_kind_is_read_from_its_crd() -> None:
         assert reading is not None and reading.follow == info, info
 
 
-def test_trim_keeps_the_identity_only() -> None:
-    made = crd()
-    trim(made)
-    assert made == {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "pytorchjobs.kubeflow.org", "uid": "u", "resourceVersion": "7"},
-    }
-
-
 _value = st.one_of(
     st.none(),
     st.booleans(),
@@ -149,5 +139,3 @@ def test_any_crd_shape_is_read_without_error(shape: dict[str, Any]) -> None:
     reading = read_crd(shape)
     if reading is not None:
         assert reading.follow is None or reading.follow in FRAMEWORK_KINDS
-    trim(shape)
-    assert set(shape) <= {"metadata"}
