@@ -224,6 +224,13 @@ class FrameworkController:
         if event_type != "DELETED" and reading.follow is None and not reading.problem:
             return  # not established yet: nothing to decide
         wanted = None if event_type == "DELETED" else reading.follow
+        why = (
+            "was deleted"
+            if event_type == "DELETED"
+            else f"stores it as {wanted.api_version}"
+            if wanted is not None
+            else "cannot be read"
+        )
         for info in reading.versions:
             kind = (info.api_version, info.kind)
             if kind in self._served and info != wanted:
@@ -232,7 +239,7 @@ class FrameworkController:
                     info.kind,
                     info.api_version,
                     reading.name,
-                    "was deleted" if event_type == "DELETED" else "no longer serves it",
+                    why,
                 )
                 self.unfollow(kind)
         if wanted is not None and (wanted.api_version, wanted.kind) not in self._served:

@@ -226,3 +226,35 @@ async def test_kind_watches_pumped_list_once_and_close() -> None:
     assert await watches.pump() == 1 and seen[-1] == ("ADDED", "b")
     assert watches.remove(PYTORCH) is not None and watches.remove(PYTORCH) is None
     await watches.close()
+
+
+async def test_a_kind_is_followed_in_the_version_its_crd_stores(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, "stromboli.integrations")
+    store = MemoryStore(SystemClock(), kinds=with_framework_kinds(), seed=0)
+    adapters, task = await running(store)
+    v1, v2 = ("kubeflow.org/v1", "MPIJob"), ("kubeflow.org/v2beta1", "MPIJob")
+    try:
+        assert v2 in adapters.served_kinds and v1 not in adapters.served_kinds  # discovery
+        # The training operator's CRD stores v1 (it serves v2beta1 too, say): v1 is followed.
+        await install(
+            store,
+            crd(
+                "kubeflow.org", "MPIJob", "mpijobs", (("v1", True, True), ("v2beta1", True, False))
+            ),
+        )
+
+        async def switched() -> bool:
+            return v1 in adapters.served_kinds and v2 not in adapters.served_kinds
+
+        await eventually(switched)
+        assert (
+            list(adapters.watches.informers).count(v1) == 1 and v2 not in adapters.watches.informers
+        )
+        assert (
+            "framework adapter off for MPIJob (kubeflow.org/v2beta1): its CRD mpijobs.kubeflow.org "
+            "stores it as kubeflow.org/v1"
+        ) in caplog.text
+    finally:
+        await stop(task)
