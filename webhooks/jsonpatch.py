@@ -21,6 +21,8 @@ def _escape(token: str) -> str:
 
 def json_diff(old: Any, new: Any, path: str = "") -> list[Operation]:
     """Operations that turn ``old`` into ``new``; empty when they are equal."""
+    if old is new:  # a subtree the rule passed through untouched: nothing to walk
+        return []
     if isinstance(old, dict) and isinstance(new, dict):
         ops: list[Operation] = []
         for key in old:

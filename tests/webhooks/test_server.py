@@ -16,6 +16,8 @@ import orjson
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stromboli.core.cli import main
 from stromboli.core.clock import SystemClock
@@ -327,6 +329,25 @@ def test_json_diff_touches_only_what_changed() -> None:
     assert json_patch(old, ops) == new
     assert json_diff(new, new) == []
     assert json_diff({"x": 1}, {"x": True}) == [{"op": "replace", "path": "/x", "value": True}]
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.sampled_from(["", "a", "~/"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("ab/~"), inner),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(old=JSON, new=JSON, keep=st.booleans())
+def test_json_diff_patches_old_into_new_sharing_or_not(old: Any, new: Any, keep: bool) -> None:
+    """A rule returns a new object that shares the subtrees it left alone (``keep``): the
+    diff skips a shared subtree without walking it and still patches ``old`` into ``new``."""
+    if keep and isinstance(new, dict):
+        new = {**new, "shared": old}  # the very object, as a shallow-copying rule passes it on
+        old = {"shared": old}
+    assert json_patch(old, json_diff(old, new)) == new
+    assert json_diff(old, old) == []
 
 
 def test_enabled_admission_names_known_paths() -> None:
