@@ -152,14 +152,14 @@ def _counted(status: TaskStatus) -> bool:
 
 
 class ReportMix(WorkloadMix):
-    """The workload mix for the report: re-derived at every new shape and whenever the count
-    grew by a tenth (the plugin waits for it to double, to keep its score caches), so a shape
-    seen once already counts, while a long run does not recompute every node per pod."""
+    """The workload mix for the report: re-derived whenever the count of pods seen grew by a
+    tenth (the plugin waits for it to double, to keep its score caches). Each change of the
+    mix makes every GPU node be measured again, so it changes with every pod only while few
+    were seen (under ten), and a handful of times per decade of pods after that."""
 
     def observe(self, shape: PodShape) -> None:
-        new = shape not in self.counts
         super().observe(shape)
-        if self._derived_at != self.total and (new or self.total >= 1.1 * self._derived_at):
+        if self._derived_at != self.total and self.total >= 1.1 * self._derived_at:
             self._derive()
 
 
