@@ -305,6 +305,19 @@ async def profile_restart(cp: ControlPlane, path: str) -> None:
     stop(profiled)
 
 
+async def vcjobs_running(store: KubeStore, count: int, timeout: float) -> None:
+    """Wait until ``count`` vcjobs report Running: the restart then meets a settled cluster,
+    not the first start's status writes still to make."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        jobs = (await store.list("batch.volcano.sh/v1alpha1", "Job", NAMESPACE)).items
+        phases = Counter(((j.get("status") or {}).get("state") or {}).get("phase") for j in jobs)
+        if phases["Running"] >= count:
+            return
+        await asyncio.sleep(10)
+    raise TimeoutError(f"fewer than {count} vcjobs Running after {timeout:.0f}s")
+
+
 async def measure_controller(cp: ControlPlane, store: KubeStore, args: argparse.Namespace) -> None:
     """Time a first start on the vcjobs and a restart, with a scheduler binding their pods."""
     print(f"controller ({args.vcjobs} vcjobs of one pod):")
@@ -323,6 +336,8 @@ async def measure_controller(cp: ControlPlane, store: KubeStore, args: argparse.
             last = f"vcjob-{args.vcjobs - 1}-worker-0"
             await pod_appears(store, last, False, args.timeout)
             print(f"  every vcjob's pod created {time.monotonic() - began:.0f}s after start")
+            await vcjobs_running(store, args.vcjobs, args.timeout)
+            print(f"  every vcjob Running {time.monotonic() - began:.0f}s after start", flush=True)
         stop(proc)
 
 

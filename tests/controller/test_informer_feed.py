@@ -298,11 +298,15 @@ async def test_the_registry_has_a_login_and_one_event_handler_per_watched_kind()
         (h.selector.group, h.selector.version, h.selector.plural)
         for h in registry._watching.get_all_handlers()
     }
-    # Pods are watched by the driver itself (see OWN_WATCH_KINDS), every other kind by kopf.
-    assert ("", "v1", "pods") not in watched and POD in driver.kinds
-    assert ("batch.volcano.sh", "v1alpha1", "jobs") in watched
+    # Pods, vcjobs and PodGroups are watched by the driver itself (OWN_WATCH_KINDS), every
+    # other kind by kopf.
+    for own in (("", "v1", "pods"), ("batch.volcano.sh", "v1alpha1", "jobs")):
+        assert own not in watched
+    assert ("scheduling.volcano.sh", "v1beta1", "podgroups") not in watched
+    assert {POD, JOB, PODGROUP} <= set(driver.kinds)
     assert ("flow.volcano.sh", "v1alpha1", "jobtemplates") in watched
-    assert len(watched) == len(driver.kinds) - 1 == 8  # vcjobs watched once for 3 controllers
+    assert ("bus.volcano.sh", "v1alpha1", "commands") in watched
+    assert len(watched) == len(driver.kinds) - 3 == 6  # each kind once, whoever reads it
     assert len(driver.routes[JOB]) == 3
     (login,) = registry._activities.get_all_handlers()
     assert login.activity.value == "authentication"
