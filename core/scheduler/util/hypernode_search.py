@@ -18,6 +18,7 @@ two HyperNodes whose scores differ by less than rounding may be chosen either wa
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
+from stromboli.core.scheduler.api.node import NodeTable
 from stromboli.core.scheduler.api.resource import EPSILON
 from stromboli.core.scheduler.framework.points import ExtensionPoint
 from stromboli.core.scheduler.framework.session import Session
@@ -116,21 +118,18 @@ class LevelRows:
         return np.add.reduceat(array[self.rows], self.starts, axis=0)
 
     def current_sums(
-        self,
-        key: str,
-        array: np.ndarray,
-        versions: np.ndarray,
-        transform: Callable[[np.ndarray], np.ndarray] | None = None,
+        self, key: str, versions: np.ndarray, values_of: Callable[[np.ndarray | slice], np.ndarray]
     ) -> np.ndarray:
-        """:meth:`sums` of ``transform(array)``, updated from the rows whose ``versions``
-        changed since the last call with ``key`` (read-only: the kept array is returned)."""
+        """:meth:`sums` of the per-row ``values_of(rows)``, updated from the rows whose
+        ``versions`` changed since the last call with ``key`` (read-only: the kept array is
+        returned)."""
         kept = self._kept.get(key)
         if kept is not None and self.group is not None:
             sums, seen, last, updates = kept
             stale = np.flatnonzero(seen != versions)
             if stale.shape[0] * 4 < self.rows.shape[0] and updates[0] < REFRESH_AFTER:
                 if stale.shape[0]:
-                    fresh = array[stale] if transform is None else transform(array[stale])
+                    fresh = values_of(stale)
                     groups = self.group[stale]
                     inside = groups >= 0
                     np.add.at(sums, groups[inside], (fresh - last[stale])[inside])
@@ -138,7 +137,7 @@ class LevelRows:
                     seen[stale] = versions[stale]
                     updates[0] += 1
                 return sums
-        values = array if transform is None else transform(array)
+        values = values_of(slice(None))
         sums = self.sums(values)
         self._kept[key] = (sums, versions.copy(), values.copy(), [0])
         return sums
@@ -218,7 +217,7 @@ def prospects(
     count = len(level.names)
     bounds = np.zeros(count)
     if scorers:
-        used = level.current_sums("used", table.used, table.versions)
+        used = level.current_sums("used", table.versions, functools.partial(_used, table))
         low = np.minimum(vectors, 0).sum(axis=0)
         high = np.maximum(vectors, 0).sum(axis=0)
         for bound in scorers:
@@ -233,6 +232,9 @@ def prospects(
         for vector in shapes:
             fits_later, _ = resource_fit(ssn, vector, True)
             placeable |= level.any(fits_later)
+        unpipelined = _unpipelined(ssn, job)
+        if unpipelined > 0:  # only pipelining would rank it, and gang says no without room
+            placeable &= _room_for(ssn, level, vectors, unpipelined, "reach", _reach)
         return placeable
 
     return Prospects(bounds, _room_for_gang(ssn, level, vectors, missing), can_place)
@@ -246,19 +248,59 @@ def _missing(ssn: Session, job: JobInfo) -> int:
     return job.min_available - job.ready_task_num() - job.pending_best_effort_num()
 
 
+def _unpipelined(ssn: Session, job: JobInfo) -> int:
+    """How many more members must be placed (allocated or pipelined) before ``gang`` lets the
+    job be pipelined; 0 when ``gang``'s refusal does not decide (another plugin in an earlier
+    tier may permit it)."""
+    gang = ssn.plugins.get("gang")
+    first = next((tier for tier in ssn.chain(ExtensionPoint.JOB_PIPELINED) if tier), [])
+    if gang is None or getattr(gang, "job_pipelined", None) not in first:
+        return 0
+    placed = job.waiting_task_num() + job.ready_task_num() + job.pending_best_effort_num()
+    return job.min_available - placed
+
+
 def _room_for_gang(ssn: Session, level: LevelRows, vectors: np.ndarray, missing: int) -> np.ndarray:
     """Per HyperNode, whether its idle room, summed, holds the least that ``missing`` of the
     pending requests ask for."""
+    return _room_for(ssn, level, vectors, missing, "room", _idle)
+
+
+def _room_for(
+    ssn: Session,
+    level: LevelRows,
+    vectors: np.ndarray,
+    missing: int,
+    key: str,
+    room_of: Callable[[NodeTable, np.ndarray | slice], np.ndarray],
+) -> np.ndarray:
+    """Per HyperNode, whether the room ``room_of`` gives per node, summed, holds the least
+    that ``missing`` of the pending requests ask for."""
     if missing > vectors.shape[0]:
         return np.zeros(len(level.names), dtype=bool)
     least = np.sort(vectors, axis=0)[:missing].sum(axis=0)
     least[POD_COLUMN] = 0.0  # pod slots are the predicates' business
     table = ssn.nodes
-    room = level.current_sums("room", table.idle_now, table.versions, _positive)
-    # Each allocation may overshoot a node's room by EPSILON; sums round.
+    room = level.current_sums(key, table.versions, functools.partial(room_of, table))
+    # Each placement may overshoot a node's room by EPSILON; sums round.
     slack = missing * EPSILON + TOLERANCE * np.abs(room)
     return np.all(room + slack >= least, axis=1)
 
 
-def _positive(array: np.ndarray) -> np.ndarray:
-    return np.maximum(array, 0.0)
+def _idle(table: NodeTable, rows: np.ndarray | slice) -> np.ndarray:
+    """What allocations may take from each node: its idle room."""
+    return np.maximum(table.idle_now[rows], 0.0)
+
+
+def _reach(table: NodeTable, rows: np.ndarray | slice) -> np.ndarray:
+    """What allocations and pipelined tasks together may take from each node: its idle room,
+    plus its future room where that differs (a task is pipelined on a node only when it does
+    not fit the idle room but fits the future one, so a node whose two are equal, and stay
+    equal under allocations, takes no pipelined task)."""
+    idle, future = table.idle_now[rows], table.future[rows]
+    differs = np.any(idle != future, axis=1, keepdims=True)
+    return np.maximum(idle, 0.0) + np.where(differs, np.maximum(future, 0.0), 0.0)
+
+
+def _used(table: NodeTable, rows: np.ndarray | slice) -> np.ndarray:
+    return table.used[rows]

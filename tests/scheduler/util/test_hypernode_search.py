@@ -168,7 +168,8 @@ def test_a_hypernode_without_the_gangs_room_is_not_tried_first() -> None:
     known = prospects(ssn, job, level, list(job.tasks.values()))
     assert known is not None
     assert known.can_ready.tolist() == [False, True]  # r0 has 4 of the 6 cpu the gang needs
-    assert known.can_place().tolist() == [True, True]
+    # One member fits n1, but gang would not call the job pipelined there either: not tried.
+    assert known.can_place().tolist() == [False, True]
 
 
 # -- the whole action, bounded and exhaustive ------------------------------------------------------
@@ -199,13 +200,13 @@ def scenarios(draw: st.DrawFn) -> tuple[list[dict], str]:
     if draw(st.booleans()):
         objects.append(hypernode("zone", 3, [f"spine{s}" for s in spines], "HyperNode"))
     # Busy nodes: running pods, some leaving (their room is future idle: pipelining).
-    for b in range(draw(st.integers(0, 4))):
+    for b in range(draw(st.integers(0, 6))):
         objects.append(podgroup(f"busy{b}", 1, phase="Running"))
         objects.append(
             pod(
                 f"busy{b}-0",
                 group=f"busy{b}",
-                cpu=draw(st.sampled_from(["1", "2", "3"])),
+                cpu=draw(st.sampled_from(["1", "2", "3", "4"])),
                 memory=f"{draw(st.integers(1, 4))}Gi",
                 node_name=draw(st.sampled_from(names)),
                 phase="Running",
@@ -244,7 +245,7 @@ def outcome(objects: list[dict], config: str, exhaustive_search: bool) -> dict[s
     }
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=250, deadline=None)
 @given(scenarios())
 def test_property_bounded_search_places_as_trying_every_hypernode(
     case: tuple[list[dict], str],
@@ -282,7 +283,7 @@ def test_property_kept_sums_equal_fresh_sums(
         array[row, step % 2] += amount
         versions[row] += 1
         if step % 3 == 0:
-            kept = level.current_sums("a", array, versions, lambda a: np.maximum(a, 0.0))
+            kept = level.current_sums("a", versions, lambda rows: np.maximum(array[rows], 0.0))
             assert np.array_equal(kept, level.sums(np.maximum(array, 0.0)))
-    kept = level.current_sums("a", array, versions, lambda a: np.maximum(a, 0.0))
+    kept = level.current_sums("a", versions, lambda rows: np.maximum(array[rows], 0.0))
     assert np.array_equal(kept, level.sums(np.maximum(array, 0.0)))
