@@ -2,7 +2,8 @@
 from the moment it is decided (so the next snapshot neither places the pod again nor gives its
 room away), lets go of one the API server refused (the pod is pending again in the following
 snapshot), and learns the PodGroup statuses written (so the next cycle compares against what it
-wrote, not against what its snapshot saw before, and writes nothing twice).
+wrote, not against what its snapshot saw before, and writes nothing twice); Queues' statuses
+likewise.
 
 kube-scheduler does the same with its *assume* step: a pod is assumed on its node when the
 decision is made, and forgotten if the binding fails.
@@ -19,6 +20,7 @@ from stromboli.core.scheduler.framework.session import Session
 
 _POD = ("v1", "Pod")
 _PODGROUP = (k.SCHEDULING_V1BETA1, "PodGroup")
+_QUEUE = (k.SCHEDULING_V1BETA1, "Queue")
 
 
 def _version(obj: dict | None) -> int | None:
@@ -73,20 +75,30 @@ def release(cache: SchedulerCache, task: TaskInfo) -> None:
 
 
 def remember_written(cache: SchedulerCache, written: Iterable[dict]) -> None:
-    """Fold the PodGroups just written into the cache ahead of their watch events (which
-    then change nothing); a version the watch has already overtaken is left alone."""
-    for pg in written:
-        meta = pg.get("metadata") or {}
+    """Fold the PodGroups and Queues just written into the cache ahead of their watch events
+    (which then change nothing); a version the watch has already overtaken is left alone."""
+    for obj in written:
+        meta = obj.get("metadata") or {}
+        if obj.get("kind") == "Queue":
+            info = cache.queues.get(str(meta.get("name")))
+            if info is not None and newer(obj, info.queue):
+                cache.apply(_QUEUE, "MODIFIED", obj)
+            continue
         entry = cache.jobs.get(f"{meta.get('namespace', 'default')}/{meta.get('name')}")
-        if entry is not None and not entry.in_memory and newer(pg, entry.podgroup):
-            cache.apply(_PODGROUP, "MODIFIED", pg)
+        if entry is not None and not entry.in_memory and newer(obj, entry.podgroup):
+            cache.apply(_PODGROUP, "MODIFIED", obj)
 
 
-def refresh_podgroups(ssn: Session, cache: SchedulerCache) -> None:
-    """Point each job of a session at its PodGroup as the cache knows it now, where that is
-    newer than the snapshot's (a write of the previous cycle landed meanwhile). A group the
-    session enqueued that is stored past Pending now was enqueued by that write: its phase is
-    compared as stored."""
+def refresh_stored(ssn: Session, cache: SchedulerCache) -> None:
+    """Point each job and queue of a session at its PodGroup or Queue as the cache knows it
+    now, where that is newer than the snapshot's (a write of the previous cycle landed
+    meanwhile), so that statuses are compared with what is stored. A group the session
+    enqueued that is stored past Pending now was enqueued by that write: its phase is compared
+    as stored."""
+    for name, info in list(ssn.queues.items()):
+        latest = cache.queues.get(name)
+        if latest is not None and newer(latest.queue, info.queue):
+            ssn.queues[name] = latest
     for job in ssn.jobs.values():
         entry = cache.jobs.get(job.uid)
         current = entry.podgroup if entry is not None and not entry.in_memory else None

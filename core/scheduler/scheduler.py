@@ -31,7 +31,7 @@ from stromboli.core.scheduler.framework.outcome import EvictionRecord
 from stromboli.core.scheduler.framework.plugin import ACTIONS, Action
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.memorygroups import keep_in_memory
-from stromboli.core.scheduler.pipeline import refresh_podgroups, release, remember_written, reserve
+from stromboli.core.scheduler.pipeline import refresh_stored, release, remember_written, reserve
 from stromboli.core.scheduler.status import collect
 from stromboli.core.scheduler.writer import StatusWriter, WriteReport
 
@@ -299,7 +299,7 @@ class Scheduler:
         ssn.close()
         close_seconds = time.perf_counter() - close_started
         if cycle.reserved:  # the previous cycle's writes may have landed since the snapshot
-            refresh_podgroups(ssn, self.cache)
+            refresh_stored(ssn, self.cache)
         changes = collect(ssn, format_time(now))
         keep_in_memory(changes, ssn.jobs, self.cache)
         remember_written(self.cache, await self.writer.write(changes))

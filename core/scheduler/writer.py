@@ -215,8 +215,8 @@ class StatusWriter:
         return True
 
     async def write(self, changes: StatusChanges) -> list[dict]:
-        """Write the changes; returns the PodGroups as the store has them after their writes
-        (for the cache, ahead of the watch)."""
+        """Write the changes; returns the PodGroups and Queues as the store has them after
+        their writes (for the cache, ahead of the watch)."""
         written: list[dict] = []
 
         async def podgroup(key: tuple[str, str]) -> None:
@@ -243,12 +243,14 @@ class StatusWriter:
 
         async def queue(item: tuple[str, dict[str, str]]) -> None:
             name, allocated = item
-            await self._write_latest(
+            stored = await self._write_latest(
                 f"Queue {name}",
                 changes.queue_objects.get(name),
                 lambda: self.store.get(k.SCHEDULING_V1BETA1, "Queue", name),
                 lambda q: self.store.update_status({**q, "status": _queue_status(q, allocated)}),
             )
+            if stored is not None:
+                written.append(stored)
 
         keys = list(changes.podgroups) + [
             key for key in changes.podgroup_annotations if key not in changes.podgroups

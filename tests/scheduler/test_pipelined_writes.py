@@ -88,7 +88,7 @@ async def test_a_refused_binding_leaves_the_pod_pending_for_the_next_cycle(
     assert pod["spec"]["nodeName"] == "n1"
 
 
-async def test_overlapping_cycles_still_write_the_podgroup_once(tmp_path: Path) -> None:
+async def test_overlapping_cycles_still_write_the_podgroup_and_queues_once(tmp_path: Path) -> None:
     store, scheduler = await slow_started(tmp_path, node("n1", cpu="32"), *gang("g", 20, "1"))
     store.gate = asyncio.Event()
     first = await scheduler.decide()
@@ -101,6 +101,9 @@ async def test_overlapping_cycles_still_write_the_podgroup_once(tmp_path: Path) 
     await writing
     await scheduler.commit(second)
     assert by_kind(store.writes, "PodGroup") == Counter(update=1)
+    # The queue and its parent got their new allocated once each, not again from the stale
+    # snapshot of the second cycle.
+    assert by_kind(store.writes, "Queue") == Counter(update_status=2)
     assert sum(store.bound.values()) == 20
 
 
