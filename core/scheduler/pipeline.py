@@ -69,9 +69,14 @@ def release(cache: SchedulerCache, task: TaskInfo) -> None:
     record = cache.pods.get(task.uid)
     if record is None:
         return
-    pod = record.task.pod
-    spec = {key: value for key, value in (pod.get("spec") or {}).items() if key != "nodeName"}
-    cache.apply(_POD, "MODIFIED", {**pod, "spec": spec})
+    held = record.task.pod
+    if _version(held) == _version(task.pod):
+        # No newer version came meanwhile: the pod as decided on, without the node (and the
+        # device annotations) the cache was given to hold it.
+        cache.apply(_POD, "MODIFIED", task.pod)
+        return
+    spec = {key: value for key, value in (held.get("spec") or {}).items() if key != "nodeName"}
+    cache.apply(_POD, "MODIFIED", {**held, "spec": spec})
 
 
 def remember_written(cache: SchedulerCache, written: Iterable[dict]) -> None:

@@ -11,11 +11,14 @@ from typing import Any
 
 from stromboli.core.clock import VirtualClock
 from stromboli.core.cluster.errors import InternalError
+from stromboli.core.scheduler.api.job import TaskInfo
+from stromboli.core.scheduler.cache import SchedulerCache
+from stromboli.core.scheduler.pipeline import release, reserve
 from stromboli.core.scheduler.scheduler import Scheduler
 from stromboli.core.scheduler.server import SchedulerOptions, SchedulerServer
 from tests.server.test_scheduler_server import wait_for
 
-from .builders import node
+from .builders import node, pod, podgroup
 from .test_write_counts import CountingStore, by_kind, gang, started
 
 
@@ -146,3 +149,40 @@ async def test_the_server_retries_a_refused_binding_and_binds_each_pod_once() ->
         await asyncio.wait_for(running, 5)
     assert store.bound == Counter({"g-0": 1, "g-1": 1, "g-2": 1})
     assert not store.refuse  # the refusal happened
+
+
+def held_cache() -> tuple[SchedulerCache, TaskInfo]:
+    cache = SchedulerCache(("volcano",))
+    cache.apply(("v1", "Node"), "ADDED", node("n1", cpu="8"))
+    cache.apply(("scheduling.volcano.sh/v1beta1", "PodGroup"), "ADDED", podgroup("g"))
+    waiting = pod("p", group="g", cpu="2", uid="uid-p")
+    waiting["metadata"]["resourceVersion"] = "5"
+    cache.apply(("v1", "Pod"), "ADDED", waiting)
+    task = cache.pods["uid-p"].task.clone()
+    reserve(cache, [(task, "n1")], {"uid-p": {"example.com/device": "card-0"}})
+    held = cache.pods["uid-p"].task
+    assert held.node_name == "n1"
+    assert held.pod["metadata"]["annotations"]["example.com/device"] == "card-0"
+    return cache, task
+
+
+def test_a_released_hold_gives_back_the_pod_as_decided_on() -> None:
+    cache, task = held_cache()
+    release(cache, task)
+    record = cache.pods["uid-p"].task
+    assert record.node_name == ""
+    assert "example.com/device" not in record.pod["metadata"]["annotations"]
+    assert "uid-p" not in cache.assumed
+    release(cache, task)  # twice is harmless
+    assert cache.pods["uid-p"].task.node_name == ""
+
+
+def test_a_released_hold_keeps_a_newer_version_from_the_watch() -> None:
+    cache, task = held_cache()
+    newer_pod = pod("p", group="g", cpu="2", uid="uid-p", labels={"seen": "later"})
+    newer_pod["metadata"]["resourceVersion"] = "6"
+    cache.apply(("v1", "Pod"), "MODIFIED", newer_pod)
+    assert cache.pods["uid-p"].task.node_name == "n1"  # still held
+    release(cache, task)
+    record = cache.pods["uid-p"].task
+    assert record.node_name == "" and record.pod["metadata"]["labels"] == {"seen": "later"}
