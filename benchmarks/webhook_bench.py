@@ -31,6 +31,10 @@ first), the client that took an unbounded server to 3.8 GiB; the server's peak R
 connection counters and the flood's outcomes are printed. ``--server-arg`` passes a flag to
 ``webhook-manager`` (``--server-arg=--max-connections=1000000`` for the unbounded case).
 
+``--memory-store`` serves from a memory store instead of the test control plane (same
+``WebhookServer``, same TLS, no API server or etcd on the cores): the server's own cost.
+``--server-arg`` applies to the control-plane mode only.
+
 ``--memory`` then sends reviews just under the 7 MiB body limit, several at once, and prints
 the server's peak RSS (``VmHWM``) before and after.
 
@@ -375,6 +379,71 @@ async def memory_probe(base: str, ca: str, concurrent: int) -> dict[str, int]:
     return {"body_bytes": len(body), **statuses}
 
 
+async def serve_memory(run_dir: Path, port: int, health: int, enrol: bool) -> None:
+    """The webhook server as ``webhook-manager`` runs it, on a memory store holding the
+    queues (and the enrolled namespace and ReplicaSet): what a review costs the server
+    without an API server and etcd on the same cores. Stops on SIGTERM."""
+    import signal
+
+    from stromboli.core.clock import SystemClock
+    from stromboli.core.cluster.memory import MemoryStore
+    from stromboli.webhooks.server import WebhookOptions, WebhookServer
+    from stromboli.webhooks.tls import load_files
+
+    store = MemoryStore(SystemClock())
+    for name in ("root", "default"):
+        made = await store.create(
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "Queue",
+                "metadata": {"name": name},
+                "spec": {"weight": 1, "reclaimable": True},
+            }
+        )
+        made["status"] = {"state": "Open"}
+        await store.update_status(made)
+    if enrol:
+        labels = {"stromboli.dev/enroll": "true"}
+        await store.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": ENROLLED, "labels": labels},
+            }
+        )
+        owner = await store.create(_replicaset())
+        (run_dir / "owner-uid").write_text(owner["metadata"]["uid"])
+    certificate = load_files(
+        str(run_dir / "tls.crt"), str(run_dir / "tls.key"), str(run_dir / "ca.crt")
+    )
+    options = WebhookOptions(
+        listen_address="127.0.0.1",
+        port=port,
+        enable_healthz=True,
+        healthz_address=f"127.0.0.1:{health}",
+    )
+    server = WebhookServer(store, options, certificate)
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, server.stop)
+    await server.run()
+
+
+def _replicaset() -> dict:
+    template = {
+        "metadata": {"labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {
+            "name": "web",
+            "namespace": ENROLLED,
+            "annotations": {"scheduling.volcano.sh/group-min-member": "2"},
+        },
+        "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "web"}}, "template": template},
+    }
+
+
 def _enrolment_owner(client) -> str:  # type: ignore[no-untyped-def]
     """An enrolled namespace and a ReplicaSet of no replicas in it; returns its uid."""
     labels = {"stromboli.dev/enroll": "true"}
@@ -421,6 +490,14 @@ def main() -> None:
     )
     parser.add_argument("--load", nargs=2, metavar=("BASE", "CA"), help=argparse.SUPPRESS)
     parser.add_argument("--flood-of", metavar="BASE", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--memory-store",
+        action="store_true",
+        help="serve from a memory store, no API server (the server's own cost)",
+    )
+    parser.add_argument("--serve-memory", metavar="DIR", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--health", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--owner-uid", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.load:  # the second process
@@ -442,57 +519,76 @@ def main() -> None:
         )
         return
 
+    if args.serve_memory:  # the server on a memory store
+        asyncio.run(
+            serve_memory(Path(args.serve_memory), args.port, args.health, args.owner_uid == "True")
+        )
+        return
+
     from stromboli.core.api.crds import build_crds
     from stromboli.core.devcluster import ControlPlane, build_control_plane
     from stromboli.core.devcluster.controlplane import free_port
     from stromboli.webhooks.tls import self_signed
 
     run_dir = Path(tempfile.mkdtemp(prefix="webhook-bench-"))
-    with ControlPlane(build_control_plane(), run_dir=run_dir, nodes=0) as cp:
-        cp.apply_manifests(build_crds())
-        for name in ("root", "default"):
-            spec = {"weight": 1, "reclaimable": True}
-            body = {
-                "apiVersion": "scheduling.volcano.sh/v1beta1",
-                "kind": "Queue",
-                "metadata": {"name": name},
-                "spec": spec,
-            }
-            try:
-                cp.client.post(QUEUES, body)
-            except Exception as err:  # root may be made by the CRD install in time
-                print(f"queue {name}: {err}", file=sys.stderr)
-            cp.client.patch(f"{QUEUES}/{name}/status", {"status": {"state": "Open"}})
-        owner_uid = _enrolment_owner(cp.client) if args.enrol else ""
-        certificate = self_signed(["127.0.0.1"])
-        for name, data in (
-            ("tls.crt", certificate.cert_pem),
-            ("tls.key", certificate.key_pem),
-            ("ca.crt", certificate.ca_pem),
-        ):
-            (run_dir / name).write_bytes(data)
-        port, health = free_port(), free_port()
-        log = run_dir / "webhook-manager.log"
-        server = subprocess.Popen(
-            [
-                str(Path(sys.executable).with_name("stromboli")),
-                "webhook-manager",
-                f"--kubeconfig={cp.kubeconfig_path}",
-                "--listen-address=127.0.0.1",
-                f"--port={port}",
-                f"--tls-cert-file={run_dir / 'tls.crt'}",
-                f"--tls-private-key-file={run_dir / 'tls.key'}",
-                f"--ca-cert-file={run_dir / 'ca.crt'}",
-                "--enable-healthz=true",
-                f"--healthz-address=127.0.0.1:{health}",
-                "--kube-api-qps=50",
-                "--kube-api-burst=100",
-                "--v=1",
-                *args.server_arg,
-            ],
-            stdout=log.open("ab"),
-            stderr=subprocess.STDOUT,
-        )
+    certificate = self_signed(["127.0.0.1"])
+    for name, data in (
+        ("tls.crt", certificate.cert_pem),
+        ("tls.key", certificate.key_pem),
+        ("ca.crt", certificate.ca_pem),
+    ):
+        (run_dir / name).write_bytes(data)
+    port, health = free_port(), free_port()
+    log = run_dir / "webhook-manager.log"
+    with contextlib.ExitStack() as stack:
+        if args.memory_store:
+            server = subprocess.Popen(
+                [
+                    *(sys.executable, __file__, "--serve-memory", str(run_dir)),
+                    *(f"--port={port}", f"--health={health}", f"--owner-uid={args.enrol}"),
+                ],
+                stdout=log.open("ab"),
+                stderr=subprocess.STDOUT,
+            )
+            _wait_ready(f"http://127.0.0.1:{health}/readyz", server, log)
+            owner_uid = (run_dir / "owner-uid").read_text() if args.enrol else ""
+        else:
+            cp = stack.enter_context(ControlPlane(build_control_plane(), run_dir=run_dir, nodes=0))
+            cp.apply_manifests(build_crds())
+            for name in ("root", "default"):
+                spec = {"weight": 1, "reclaimable": True}
+                body = {
+                    "apiVersion": "scheduling.volcano.sh/v1beta1",
+                    "kind": "Queue",
+                    "metadata": {"name": name},
+                    "spec": spec,
+                }
+                try:
+                    cp.client.post(QUEUES, body)
+                except Exception as err:  # root may be made by the CRD install in time
+                    print(f"queue {name}: {err}", file=sys.stderr)
+                cp.client.patch(f"{QUEUES}/{name}/status", {"status": {"state": "Open"}})
+            owner_uid = _enrolment_owner(cp.client) if args.enrol else ""
+            server = subprocess.Popen(
+                [
+                    str(Path(sys.executable).with_name("stromboli")),
+                    "webhook-manager",
+                    f"--kubeconfig={cp.kubeconfig_path}",
+                    "--listen-address=127.0.0.1",
+                    f"--port={port}",
+                    f"--tls-cert-file={run_dir / 'tls.crt'}",
+                    f"--tls-private-key-file={run_dir / 'tls.key'}",
+                    f"--ca-cert-file={run_dir / 'ca.crt'}",
+                    "--enable-healthz=true",
+                    f"--healthz-address=127.0.0.1:{health}",
+                    "--kube-api-qps=50",
+                    "--kube-api-burst=100",
+                    "--v=1",
+                    *args.server_arg,
+                ],
+                stdout=log.open("ab"),
+                stderr=subprocess.STDOUT,
+            )
         try:
             _wait_ready(f"http://127.0.0.1:{health}/readyz", server, log)
             base = f"https://127.0.0.1:{port}"
