@@ -240,3 +240,73 @@ spec:
     names = [n["name"] for n in document["nodes"]]
     assert names == ["wide"]  # the unreadable registration offers no card
     assert len(document["nodes"][0]["cards"]) == 128
+
+
+def _churn(seed: int) -> str:
+    """Three vGPU nodes (one of MIG cards) and pods of random shapes arriving and finishing."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for n, mode in enumerate(("hami-core", "hami-core", "mig")):
+        cards = [
+            {"id": f"N{n}G{i}", "index": i, "count": 4, "devmem": 40960, "devcore": 100,
+             "type": "NVIDIA-A100-SXM4-40GB", "mode": mode}
+            for i in range(2)
+        ]  # fmt: skip
+        out.append(
+            f"""apiVersion: v1
+kind: Node
+metadata:
+  name: n{n}
+  annotations: {{volcano.sh/node-vgpu-register: {json.dumps(json.dumps(cards))}}}
+status: {{allocatable: {{cpu: "16", memory: 64Gi, pods: "110", volcano.sh/vgpu-number: "8"}}}}
+"""
+        )
+    for i in range(30):
+        memory = rng.choice((4000, 9000, 19000, 30000))
+        cores = rng.choice((0, 25, 50))
+        mig = ", volcano.sh/vgpu-mode: mig" if rng.random() < 0.3 else ""
+        out.append(
+            f"""apiVersion: v1
+kind: Pod
+metadata:
+  name: p{i}
+  annotations: {{sim.stromboli.dev/submit-at: {rng.randrange(20)}s,
+                sim.stromboli.dev/runtime: {rng.randrange(1, 15)}s{mig}}}
+spec:
+  schedulerName: volcano
+  containers: [{{name: c, image: x, resources: {{limits: {{cpu: "{rng.randrange(1, 6)}",
+    volcano.sh/vgpu-number: "1", volcano.sh/vgpu-memory: "{memory}",
+    volcano.sh/vgpu-cores: "{cores}"}}}}}}]
+"""
+        )
+    return "---\n".join(out)
+
+
+@pytest.mark.parametrize("seed", range(4))
+async def test_the_kept_inventory_reads_as_one_built_afresh(
+    tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import copy
+
+    from stromboli.core.simulate.gpus import GpuSampler
+
+    checked: list[float] = []
+    incremental = GpuSampler.sample
+
+    def both(self: GpuSampler, now: float, scheduler: object) -> GpuSample | None:
+        kept = incremental(self, now, scheduler)  # type: ignore[arg-type]
+        fresh = GpuSampler()
+        fresh._seen, fresh.mix = set(self._seen), copy.deepcopy(self.mix)
+        again = incremental(fresh, now, scheduler)  # type: ignore[arg-type]
+        assert kept is not None and again is not None
+        for name in GpuSample.__slots__:
+            assert getattr(kept, name) == pytest.approx(getattr(again, name)), (now, name)
+        checked.append(now)
+        return kept
+
+    monkeypatch.setattr(GpuSampler, "sample", both)
+    result = await simulate(tmp_path, _churn(seed), VGPU_CONF)
+    assert len(checked) == len(result.timeline) > 10
+    assert result.pods_bound >= 10
