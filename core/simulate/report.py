@@ -199,27 +199,32 @@ def gpu_map_table(nodes: list[NodeGpus], limit: int | None) -> Table:
     table.add_column("held by", overflow="fold", min_width=20, ratio=1)
     for node in shown:
         first = True
+        # Text, not markup: a card's model and id come from the node's registration as written.
         for card in node.cards:
             model = short_model(card.model) or card.mode
             table.add_row(
-                node.name if first else "",
+                Text(node.name if first else ""),
                 format_cards(node.fragmented) if first else "",
-                f"{card.index} {model}{mig_text(card)}" + ("" if card.healthy else " (unhealthy)"),
+                Text(
+                    f"{card.index} {model}{mig_text(card)}"
+                    + ("" if card.healthy else " (unhealthy)")
+                ),
                 f"{card.memory_used}/{card.memory_total}",
                 cores_text(card),
-                holders_text(card, short=True),
+                Text(holders_text(card, short=True)),
             )
             first = False
         if node.whole is not None:
             whole = node.whole
             pods = ", ".join(f"{pod_label(p)} ({format_cards(n)})" for p, n in whole.pods)
+            model = short_model(whole.model) or "nvidia.com/gpu"
             table.add_row(
-                node.name if first else "",
+                Text(node.name if first else ""),
                 "-" if first else "",
-                f"{format_cards(whole.total)}× {short_model(whole.model) or 'nvidia.com/gpu'}",
+                Text(f"{format_cards(whole.total)}× {model}"),
                 f"{format_cards(whole.used)} used",
                 "-",
-                pods or "-",
+                Text(pods or "-"),
             )
     caption = "frag: free GPU (cards) the pods seen so far cannot use; mem: used/total"
     if len(shown) < len(nodes):

@@ -3,6 +3,7 @@ the pure helpers the report and page share, and that clusters without GPUs show 
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rich.console import Console
 
 from stromboli.core.cli import main
 from stromboli.core.simulate.engine import Simulation, SimulationResult
@@ -23,6 +25,7 @@ from stromboli.core.simulate.gpu_figures import (
 )
 from stromboli.core.simulate.gpus import GpuSample, NodeGpus, sampler_for
 from stromboli.core.simulate.loader import load
+from stromboli.core.simulate.report import print_report
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 BARS = set("▁▂▃▄▅▆▇█")
@@ -196,7 +199,7 @@ def test_gpu_map_refuses_what_is_not_a_count() -> None:
 def _register(cards: int, memory: int) -> str:
     entries = [
         {"id": f"G{i}", "index": i, "count": 10, "devmem": memory, "devcore": 100,
-         "type": "NVIDIA-A100-SXM4-80GB", "mode": "mig" if i % 2 else "hami-core"}
+         "type": "[/x] <b>A100-SXM4-80GB", "mode": "mig" if i % 2 else "hami-core"}
         for i in range(cards)
     ]  # fmt: skip
     return json.dumps(json.dumps(entries))
@@ -231,6 +234,9 @@ spec:
         for i in range(40)
     )
     result = await simulate(tmp_path, nodes + pods, VGPU_CONF)
+    out = io.StringIO()
+    print_report(result, {"items": []}, Console(file=out, width=200), gpu_map=None)
+    assert "[/x] <b>" in out.getvalue()  # the model as registered, not read as markup
     end = result.timeline[-1].gpu
     assert end is not None
     assert end.gpus == 128 + 1_000_000_000
