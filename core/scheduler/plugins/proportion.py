@@ -164,12 +164,17 @@ class ProportionPlugin(Plugin):
             attr = attrs.get(queue.name)
             if attr is None:
                 return True
-            future = attr.allocated + task.resreq
-            return all(
-                future.get(name) <= attr.deserved.get(name) + EPSILON
-                for name, v in task.resreq.amounts.items()
-                if v > EPSILON and name != PODS
-            )
+            # What the queue would hold with the task, resource by resource, without building
+            # that sum as a Resource: asked once per task placed.
+            allocated, deserved = attr.allocated, attr.deserved
+            for name, v in task.resreq.amounts.items():
+                if (
+                    v > EPSILON
+                    and name != PODS
+                    and (allocated.get(name) + v > deserved.get(name) + EPSILON)
+                ):
+                    return False
+            return True
 
         def job_enqueueable(job: JobInfo) -> int:
             queue = ssn.queues.get(job.queue)
