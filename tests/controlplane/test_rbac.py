@@ -75,7 +75,7 @@ SCHEDULER_CALLS: set[Grant] = (
     | grants("pods/status", "update")
     | grants("nodes", *R)
     | grants("resourcequotas", *R)
-    | grants("events", "create", "get", "update")
+    | grants("events", "create", "patch")
     | grants("scheduling.volcano.sh/podgroups", *W, "update")
     | grants("scheduling.volcano.sh/queues", *W, "create")
     | grants("scheduling.volcano.sh/queues/status", "update")
@@ -106,7 +106,7 @@ CONTROLLER_CALLS: set[Grant] = (
     | grants("services", "create", "delete")
     | grants("configmaps", "get", "create", "update", "delete")
     | grants("networking.k8s.io/networkpolicies", "create", "delete")
-    | grants("events", "create", "get", "update")
+    | grants("events", "create", "patch")
     # integrations/live.py: framework objects followed, PodGroups owned with blockOwnerDeletion
     # by them (or by a LeaderWorkerSet group's leader pod), a PodGroup made meanwhile read.
     | {(verb, r) for r in FRAMEWORK_RESOURCES for verb in R}
