@@ -29,7 +29,7 @@ from stromboli.core.scheduler.api.plaingroup import (
     plain_group_name,
     podgroup_for,
 )
-from stromboli.core.scheduler.api.pod import parse_bool
+from stromboli.core.scheduler.api.pod import parse_bool, without_ignored_devices
 from stromboli.core.scheduler.api.queue import QueueInfo
 from stromboli.core.scheduler.api.resource import Resource
 from stromboli.core.scheduler.framework.snapshot import Snapshot
@@ -71,7 +71,9 @@ def _schedulable_names(resources: Any) -> Any:
     is, for ``Resource.from_list`` to refuse naming the field."""
     if not isinstance(resources, Mapping):
         return resources
-    return {n: v for n, v in resources.items() if not str(n).startswith(_QUOTA_ONLY_PREFIXES)}
+    return without_ignored_devices(
+        {n: v for n, v in resources.items() if not str(n).startswith(_QUOTA_ONLY_PREFIXES)}
+    )
 
 
 @dataclass(slots=True)
@@ -389,6 +391,7 @@ class SchedulerCache:
             value = spec.get(field_name)
             if field_name == "guarantee":
                 value = (value or {}).get("resource")
+            value = without_ignored_devices(value)
             return Resource.from_list(value, f"spec.{field_name}") if value else None
 
         weight = int(spec.get("weight") or 1)

@@ -21,6 +21,7 @@ from stromboli.core.scheduler.api.pod import (
     pod_index,
     pod_requests,
     task_priority,
+    without_ignored_devices,
 )
 from stromboli.core.scheduler.api.resource import Resource
 from stromboli.core.scheduler.api.status import status_from_pod
@@ -50,7 +51,7 @@ def node_info_from(node: dict) -> NodeInfo:
         labels=dict(meta.get("labels") or {}),
         taints=list(spec.get("taints") or []),
         unschedulable=bool(spec.get("unschedulable")),
-        allocatable=Resource.from_list(allocatable, "status.allocatable"),
+        allocatable=Resource.from_list(without_ignored_devices(allocatable), "status.allocatable"),
     )
 
 

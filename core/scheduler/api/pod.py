@@ -6,6 +6,7 @@ cache, never per cycle.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from stromboli.core.api import constants as k
@@ -14,20 +15,31 @@ from stromboli.core.scheduler.api.resource import Resource
 #: Priority a task gets when its pod carries none (Volcano's default task priority).
 DEFAULT_TASK_PRIORITY = 1
 #: vGPU amounts that no node advertises as a resource: the ``deviceshare`` plugin checks them
-#: card by card, so they are left out of the requests nodes are fitted against (Volcano's
-#: "ignored devices").
+#: card by card, so they are left out of every amount the scheduler reads (pod requests,
+#: PodGroup ``minResources``, queue capability, node allocatable), as Volcano's "ignored
+#: devices" are. ``volcano.sh/vgpu-number`` is not among them: it stays a counted scalar.
 IGNORED_DEVICE_RESOURCES = frozenset(
     ("volcano.sh/vgpu-memory", "volcano.sh/vgpu-memory-percentage", "volcano.sh/vgpu-cores")
 )
+
+
+def without_ignored_devices(resources: Any) -> Any:
+    """A ResourceList without the per-card vGPU amounts; anything but a mapping is returned as
+    it is, for ``Resource.from_list`` to refuse naming the field.
+
+    Without this, a PodGroup whose ``minResources`` carries ``volcano.sh/vgpu-memory`` (copied
+    from its pods' requests) would wait in enqueue forever for a resource no node lists.
+    """
+    if not isinstance(resources, Mapping) or IGNORED_DEVICE_RESOURCES.isdisjoint(resources):
+        return resources
+    return {n: v for n, v in resources.items() if n not in IGNORED_DEVICE_RESOURCES}
 
 
 def _container_requests(container: dict, where: str) -> Resource:
     resources = container.get("resources") or {}
     # Kubernetes defaults each missing request to its limit, resource by resource.
     requests = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
-    for name in IGNORED_DEVICE_RESOURCES.intersection(requests):
-        del requests[name]
-    return Resource.from_list(requests, f"{where}.resources.requests")
+    return Resource.from_list(without_ignored_devices(requests), f"{where}.resources.requests")
 
 
 def pod_requests(pod: dict) -> tuple[Resource, Resource]:
