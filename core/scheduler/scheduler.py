@@ -304,7 +304,11 @@ class Scheduler:
         keep_in_memory(changes, ssn.jobs, self.cache)
         remember_written(self.cache, await self.writer.write(changes))
         for job, error in ssn.outcome.set_aside:
-            self.cache.quarantine.reject(job.podgroup, error, "PodGroup")
+            if job.in_memory:  # no PodGroup object to warn on: its pods carry the warning
+                for task in job.tasks.values():
+                    self.cache.quarantine.reject(task.pod, error, "Pod")
+            else:
+                self.cache.quarantine.reject(job.podgroup, error, "PodGroup")
         await self.cache.quarantine.publish(self.writer.recorder)
         stats.write_seconds = time.perf_counter() - write_started - close_seconds
         stats.bind_attempts = len(ssn.outcome.binds)

@@ -331,6 +331,30 @@ async def test_an_unreadable_plain_pod_is_set_aside(tmp_path: Path) -> None:
     assert c.scheduler.cache.quarantine.counts.get("Pod") == 1
 
 
+async def test_a_plain_pod_group_a_plugin_breaks_on_is_warned_on_its_pod(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from stromboli.core.scheduler.actions.allocate import AllocateAction
+
+    c = await cluster(tmp_path, "memory", BASIC_CONF, node("n1", cpu="4"))
+    await c.add(pod("broken", cpu="1"), pod("fine", cpu="1"))
+    real = AllocateAction.allocate_job
+
+    def breaks_on_one(ssn: Any, queue: Any, job: Any, *rest: Any) -> None:
+        if any(t.name == "broken" for t in job.tasks.values()):
+            raise RuntimeError("a plugin broke")
+        real(ssn, queue, job, *rest)
+
+    monkeypatch.setattr(AllocateAction, "allocate_job", staticmethod(breaks_on_one))
+    stats = await c.run()
+    assert [t.name for t in stats.bound_tasks] == ["fine"]
+    assert c.scheduler.cache.quarantine.counts.get("Pod") == 1
+    assert "PodGroup" not in c.scheduler.cache.quarantine.counts
+    warned = {e["involvedObject"]["name"] for e in await c.events() if e["type"] == "Warning"}
+    assert "broken" in warned
+    assert await group_events(c) == []
+
+
 # -- the two modes decide alike -----------------------------------------------------------------
 
 NODE_CPUS = st.lists(st.integers(1, 4), min_size=1, max_size=4)
