@@ -6,6 +6,13 @@ geometries expanded in order (position 0, 1, ...). An empty card may take any gr
 model; once an instance is in use the card's group is fixed until it is empty again. The
 choice is best fit: the smallest instance whose memory holds the request, on the card's group
 or, for an empty card, the first group offering the smallest such instance.
+
+Best fit is per card, not across the node's cards: :func:`vgpu.fit` orders the cards by the
+policy (binpack: fullest first) and the first card with a free instance that holds the request
+gives its smallest one. So under binpack a 4000 MiB pod may take a free 3g.20gb on a fuller card
+while another card has a free 1g.5gb. Volcano's MIG mode is card-first the same way (it tries
+the cards one by one and takes the first whose split holds the request); keeping its choice
+means a pod lands on the card, and the instance, that it would under Volcano.
 """
 
 from __future__ import annotations

@@ -240,7 +240,9 @@ def fit(
 ) -> Assignment | str:
     """Place every container's vGPUs on ``cards`` (binpack: fullest usable card first;
     spread: emptiest; or ``order``'s choice, such as the ``fragmentation`` plugin's), or say
-    why they do not fit. The cards are left as they were."""
+    why they do not fit. Each vGPU goes on the first card in that order that holds it (a MIG
+    card gives its smallest free instance that does): card first, as Volcano chooses, so a
+    smaller instance on a later card is not preferred. The cards are left as they were."""
     taken: list[tuple[Card, Grant]] = []
     out: list[tuple[Grant, ...]] = []
     try:
