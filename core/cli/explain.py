@@ -72,7 +72,17 @@ def session_over(scheduler: Scheduler) -> Session:
 
 
 def render(result: Explanation, console: Console, limit: int) -> None:
+    """Print a pod's explanation. Every string is a rich ``Text``, never markup: names,
+    reasons and messages come from the user's objects, and ``[/x]`` in one would crash the
+    command (``[bold]`` restyle it)."""
     from rich.table import Table
+    from rich.text import Text
+
+    def say(*parts: str | tuple[str, str]) -> None:
+        console.print(Text.assemble(*parts), highlight=False)
+
+    def row(table: Table, *cells: str) -> None:
+        table.add_row(*(Text(c) for c in cells))
 
     task, job = result.task, result.job
     condition = next(
@@ -83,26 +93,30 @@ def render(result: Explanation, console: Console, limit: int) -> None:
         ),
         None,
     )
-    console.print(
-        f"[bold]Pod {task.namespace}/{task.name}[/bold]: {task.status.label}"
-        + (f" on {task.node_name}" if task.node_name else "")
+    say(
+        (f"Pod {task.namespace}/{task.name}", "bold"),
+        f": {task.status.label}" + (f" on {task.node_name}" if task.node_name else ""),
     )
-    console.print(
+    say(
         f"PodGroup {job.namespace}/{job.name}{' (in memory)' if job.in_memory else ''}: "
         f"phase {job.phase}, minMember {job.min_available}, "
         f"queue {job.queue}, {job.ready_task_num()} ready / {len(job.tasks)} tasks"
     )
     if condition is not None and condition.get("status") == "False":
-        console.print(f"Last reason: {condition.get('reason')}: {condition.get('message')}")
+        say(f"Last reason: {condition.get('reason')}: {condition.get('message')}")
     if result.pre_predicate:
-        console.print(f"Rejected before node checks: {result.pre_predicate}")
+        say(f"Rejected before node checks: {result.pre_predicate}")
     feasible = result.feasible()
-    console.print(f"{len(feasible)} of {len(result.nodes)} nodes can take the pod now.")
+    say(f"{len(feasible)} of {len(result.nodes)} nodes can take the pod now.")
     if feasible:
         plugins = sorted({p for n in feasible for p in n.scores})
-        table = Table("node", *plugins, "total", title="Feasible nodes, best first")
+        table = Table("node", title="Feasible nodes, best first")
+        for plugin in plugins:
+            table.add_column(Text(plugin))
+        table.add_column("total")
         for verdict in feasible[:limit]:
-            table.add_row(
+            row(
+                table,
                 verdict.node,
                 *(f"{verdict.scores.get(p, 0):.1f}" for p in plugins),
                 f"{verdict.total:.1f}",
@@ -113,9 +127,9 @@ def render(result: Explanation, console: Console, limit: int) -> None:
         table = Table("node", "check", "reason", title="Nodes that cannot take it")
         for verdict in rejected[:limit]:
             for index, (who, why) in enumerate(verdict.failures):
-                table.add_row(verdict.node if index == 0 else "", who, why)
+                row(table, verdict.node if index == 0 else "", who, why)
         if len(rejected) > limit:
-            table.add_row(f"... {len(rejected) - limit} more", "", "")
+            row(table, f"... {len(rejected) - limit} more", "", "")
         console.print(table)
 
 

@@ -61,6 +61,13 @@ _PHASE_STYLES = {
 }
 
 
+def _add_row(table: Table, *cells: str | Text) -> None:
+    """Add a row whose strings are shown as written, never read as rich markup: names,
+    reasons and messages come from the user's objects, and ``[/x]`` in one would crash the
+    report (``[bold]`` restyle it)."""
+    table.add_row(*(Text(c) if isinstance(c, str) else c for c in cells))
+
+
 def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
@@ -95,7 +102,8 @@ def jobs_table(fig: Figures) -> Table:
     table.add_column("wait", justify="right")
     table.add_column("run", justify="right")
     for job in fig.jobs[:MAX_JOB_ROWS]:
-        table.add_row(
+        _add_row(
+            table,
             job.label,
             job.queue,
             Text(job.state, style=_PHASE_STYLES.get(job.state, "")),
@@ -125,7 +133,8 @@ def queues_table(fig: Figures) -> Table:
     table.add_column("share end", justify="right", no_wrap=True)
     table.add_column("share mean", justify="right", no_wrap=True)
     for queue in fig.queues:
-        table.add_row(
+        _add_row(
+            table,
             queue.name,
             str(queue.weight),
             f"{queue.started}/{queue.jobs}",
@@ -148,10 +157,10 @@ def utilisation_table(fig: Figures) -> Table:
     table.add_column("")
     table.add_column("mean", justify="right")
     table.add_column("peak", justify="right")
-    table.add_row("cpu", format_percent(use.cpu_mean), format_percent(use.cpu_peak))
-    table.add_row("memory", format_percent(use.memory_mean), format_percent(use.memory_peak))
-    table.add_row("pending pods", "", str(use.pending_peak))
-    table.add_row("running pods", "", str(use.running_peak))
+    _add_row(table, "cpu", format_percent(use.cpu_mean), format_percent(use.cpu_peak))
+    _add_row(table, "memory", format_percent(use.memory_mean), format_percent(use.memory_peak))
+    _add_row(table, "pending pods", "", str(use.pending_peak))
+    _add_row(table, "running pods", "", str(use.running_peak))
     return table
 
 
@@ -175,7 +184,8 @@ def gpu_table(samples: list[GpuSample]) -> Table:
         metric = row.metric
         if row.peak <= 0 and metric.key not in ALWAYS_SHOWN:
             continue  # no MIG card, no whole GPU, ...: a row of zeros says nothing
-        table.add_row(
+        _add_row(
+            table,
             metric.label,
             format_metric(metric, row.mean),
             format_metric(metric, row.peak),
@@ -202,7 +212,8 @@ def gpu_map_table(nodes: list[NodeGpus], limit: int | None) -> Table:
         # Text, not markup: a card's model and id come from the node's registration as written.
         for card in node.cards:
             model = short_model(card.model) or card.mode
-            table.add_row(
+            _add_row(
+                table,
                 Text(node.name if first else ""),
                 format_cards(node.fragmented) if first else "",
                 Text(
@@ -218,7 +229,8 @@ def gpu_map_table(nodes: list[NodeGpus], limit: int | None) -> Table:
             whole = node.whole
             pods = ", ".join(f"{pod_label(p)} ({format_cards(n)})" for p, n in whole.pods)
             model = short_model(whole.model) or "nvidia.com/gpu"
-            table.add_row(
+            _add_row(
+                table,
                 Text(node.name if first else ""),
                 "-" if first else "",
                 Text(f"{format_cards(whole.total)}× {model}"),
@@ -251,7 +263,7 @@ def pending_table(fig: Figures) -> Table:
         names = ", ".join(group.pods[:NAMES_PER_REASON])
         if group.count > NAMES_PER_REASON:
             names += f" +{group.count - NAMES_PER_REASON} more"
-        table.add_row(str(group.count), names, group.reason)
+        _add_row(table, str(group.count), names, group.reason)
     return table
 
 
@@ -280,7 +292,7 @@ def waiting_table(waiting: Waiting) -> Table:
     table.add_column("held at")
     table.add_column("why", overflow="fold")
     for job in waiting.jobs:
-        table.add_row(job.label, job.queue, job.stage or "-", job.reason)
+        _add_row(table, job.label, job.queue, job.stage or "-", job.reason)
     if waiting.total > len(waiting.jobs):
         table.caption = f"... and {waiting.total - len(waiting.jobs)} more jobs"
     return table
@@ -305,7 +317,8 @@ def evictions_table(groups: list[EvictionGroup]) -> Table:
         names = ", ".join(pod_name(p) for p in group.pods[:NAMES_PER_REASON])
         if len(group.pods) > NAMES_PER_REASON:
             names += f" +{len(group.pods) - NAMES_PER_REASON} more"
-        table.add_row(
+        _add_row(
+            table,
             virtual_time(group.first_at),
             f"{_plural(len(group.pods), 'pod')} of {group.victim_job} (queue {group.victim_queue})",
             names,
@@ -334,7 +347,7 @@ def made_table(made: list[MadeJobs]) -> Table:
     table.add_column("jobs", justify="right")
     table.add_column("stored", justify="right")
     for entry in made:
-        table.add_row(entry.kind, entry.owner, str(entry.count), str(len(entry.stored)))
+        _add_row(table, entry.kind, entry.owner, str(entry.count), str(len(entry.stored)))
     return table
 
 
@@ -371,7 +384,7 @@ def print_report(
     if made:
         sections.append(made_table(made))
     sections.append(pending_table(fig) if fig.pending else Text("No pod is left pending."))
-    console.print(header_line(result), highlight=False)
+    console.print(Text(header_line(result)), highlight=False)
     for section in sections:
         console.print()
         console.print(section)
