@@ -32,7 +32,10 @@ setup(
         "stromboli": [
             "py.typed",
             *(f"hack/{name}" for name in HACK_FILES),
+            # The folders core/cli/examples.py lists examples from (FOLDERS there).
             "examples/*.yaml",
+            "examples/gpu/*.yaml",
+            "examples/frameworks/*.yaml",
         ]
     },
     # Only what package_data names; a MANIFEST.in would be a second list to keep in step.

@@ -5,7 +5,8 @@ A pip install has no checkout to point ``simulate`` at, so the examples are pack
 listing, rewritten for the installed copy: the example itself becomes ``--example NAME`` and the
 files it runs with (a scheduler configuration, a queue policy) become their installed paths.
 A file is an example when its header runs it; configuration files that only accompany one are
-not listed.
+not listed. The folders in :data:`FOLDERS` hold examples too, named by their path: ``gpu/mig``
+is ``examples/gpu/mig.yaml``.
 """
 
 from __future__ import annotations
@@ -18,8 +19,15 @@ from typing import Final
 LIST: Final = "list"
 """The ``--example`` value that prints the listing instead of running anything."""
 
-_RUN_LINE: Final = re.compile(r"^stromboli simulate examples/(?P<name>[\w.-]+)\.yaml\b")
-_EXAMPLE_PATH: Final = re.compile(r"\bexamples/(?P<file>[\w.-]+\.yaml)\b")
+FOLDERS: Final = ("", "gpu", "frameworks")
+"""Where examples lie under ``examples/`` (``""``: the folder itself). ``pipelines/`` holds a
+Kubeflow Pipelines definition, not a simulator input. ``setup.py`` packages the same folders."""
+
+#: A path under ``examples/``: names of letters, digits, ``_``, ``-`` and ``.`` (never first,
+#: so no ``..``), joined by ``/``.
+_PATH: Final = r"[\w-][\w.-]*(?:/[\w-][\w.-]*)*"
+_RUN_LINE: Final = re.compile(rf"^stromboli simulate examples/(?P<name>{_PATH})\.yaml\b")
+_EXAMPLE_PATH: Final = re.compile(rf"\bexamples/(?P<file>{_PATH}\.yaml)\b")
 
 
 class ExampleNotFound(ValueError):
@@ -78,7 +86,7 @@ def commands(lines: list[str]) -> list[str]:
 
 def parse(path: Path, folder: Path) -> Example | None:
     """The example in ``path``, or ``None`` when its header does not run it."""
-    name = path.name.removesuffix(".yaml")
+    name = path.relative_to(folder).as_posix().removesuffix(".yaml")
     lines = header(path.read_text())
     runs = [c for c in commands(lines) if _run_name(c) == name]
     if not runs:
@@ -115,14 +123,16 @@ def _installed(command: str, name: str, folder: Path) -> str:
 
 
 def packaged_examples(folder: Path | None = None) -> list[Example]:
-    """Every example in ``folder`` (default: the package's), by name."""
+    """Every example in ``folder`` (default: the package's) and its :data:`FOLDERS`, by name."""
     folder = folder or examples_dir()
-    found = (parse(path, folder) for path in sorted(folder.glob("*.yaml")))
+    paths = (p for sub in FOLDERS for p in sorted((folder / sub).glob("*.yaml")))
+    found = (parse(path, folder) for path in paths)
     return [example for example in found if example is not None]
 
 
 def find_example(name: str, folder: Path | None = None) -> Example:
-    """The example called ``name`` (its file name without ``.yaml``)."""
+    """The example called ``name`` (its path under ``examples/`` without ``.yaml``, such as
+    ``gang-waits`` or ``gpu/mig``)."""
     available = packaged_examples(folder)
     for example in available:
         if example.name == name or f"{example.name}.yaml" == name:

@@ -101,7 +101,7 @@ def _gpu_map_nodes(value: str) -> int | None:
     "--example",
     "example",
     metavar="NAME",
-    help="Also simulate a packaged example (gang-waits, queues-by-weight, preemption, ...); "
+    help="Also simulate a packaged example (gang-waits, gpu/mig, frameworks/rayjob, ...); "
     "'--example list' lists them all, with the files each runs with.",
 )
 @click.option(

@@ -94,6 +94,35 @@ def test_a_title_without_a_full_stop_is_the_whole_first_paragraph(tmp_path: Path
     assert packaged_examples(tmp_path)[0].title == "Alpha continues"
 
 
+def test_examples_in_the_listed_folders_are_named_by_their_path(tmp_path: Path) -> None:
+    for sub in ("gpu", "frameworks", "pipelines", "other"):
+        (tmp_path / sub).mkdir()
+    write(tmp_path, "a.yaml", "# Top.\n#  stromboli simulate examples/a.yaml\n")
+    write(
+        tmp_path,
+        "gpu/mig.yaml",
+        "# MIG.\n#  stromboli simulate examples/gpu/mig.yaml --scheduler-conf "
+        "examples/gpu/mig-conf.yaml\n",
+    )
+    write(tmp_path, "gpu/mig-conf.yaml", "# Its configuration.\nactions: allocate\n")
+    write(
+        tmp_path,
+        "frameworks/ray.yaml",
+        "# Ray.\n#  stromboli simulate examples/frameworks/ray.yaml\n",
+    )
+    # Only the listed folders: a pipeline definition or another folder is not an example.
+    write(tmp_path, "pipelines/p.yaml", "# P.\n#  stromboli simulate examples/pipelines/p.yaml\n")
+    write(tmp_path, "other/o.yaml", "# O.\n#  stromboli simulate examples/other/o.yaml\n")
+    examples = {e.name: e for e in packaged_examples(tmp_path)}
+    assert list(examples) == ["a", "gpu/mig", "frameworks/ray"]
+    assert examples["gpu/mig"].commands == (
+        f"stromboli simulate --example gpu/mig --scheduler-conf {tmp_path / 'gpu/mig-conf.yaml'}",
+    )
+    assert find_example("gpu/mig.yaml", tmp_path).path == tmp_path / "gpu/mig.yaml"
+    with pytest.raises(ExampleNotFound):
+        find_example("mig", tmp_path)
+
+
 def test_an_unknown_name_lists_the_names_there_are(tmp_path: Path) -> None:
     write(tmp_path, "a.yaml", "# A.\n#  stromboli simulate examples/a.yaml\n")
     with pytest.raises(ExampleNotFound, match=r"no packaged example is called 'zz'; there are a$"):
@@ -110,6 +139,19 @@ def test_the_package_holds_the_checkouts_examples() -> None:
     assert {"gang-waits", "queues-by-weight", "preemption", "vcjob-complete"} <= names
     # Files that only accompany an example are not offered as one.
     assert not names & {"binpack-conf", "preempt-conf", "queue-policy"}
+
+
+def test_the_gpu_and_framework_examples_are_packaged() -> None:
+    names = {e.name for e in packaged_examples()}
+    assert {"gpu/mig", "gpu/fragmentation", "frameworks/pytorchjob", "frameworks/workflow"} <= names
+    assert not {n for n in names if n.endswith("-conf") or n.startswith("pipelines/")}
+    on_disk = {
+        p.relative_to(ROOT / "examples").as_posix().removesuffix(".yaml")
+        for sub in ("gpu", "frameworks")
+        for p in (ROOT / "examples" / sub).glob("*.yaml")
+        if not p.name.endswith("-conf.yaml")
+    }
+    assert on_disk <= names
 
 
 def test_every_file_a_listed_command_names_is_installed() -> None:
@@ -143,6 +185,20 @@ def test_example_runs_the_packaged_file() -> None:
     pods = [o for o in final["items"] if o["kind"] == "Pod"]
     assert len(pods) == 6
     assert all(p["spec"].get("nodeName") for p in pods)
+
+
+def test_a_gpu_example_runs_by_its_path_with_the_configuration_it_names() -> None:
+    (command,) = find_example("gpu/mig").commands
+    args = command.split()[2:]  # "stromboli simulate" dropped
+    assert args[:2] == ["--example", "gpu/mig"]
+    result = CliRunner().invoke(main, ["simulate", *args, "-o", "json"])
+    assert result.exit_code == 0, result.output
+    pods = {
+        o["metadata"]["name"]: o for o in json.loads(result.stdout)["items"] if o["kind"] == "Pod"
+    }
+    # The header's story: every pod gets a MIG instance but "huge", larger than any geometry.
+    assert not pods["huge"]["spec"].get("nodeName")
+    assert all(p["spec"].get("nodeName") == "mig-node" for n, p in pods.items() if n != "huge")
 
 
 def test_example_with_files_simulates_both(tmp_path: Path) -> None:

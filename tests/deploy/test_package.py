@@ -11,6 +11,7 @@ import tarfile
 import zipfile
 from email.parser import Parser
 
+from stromboli.core.cli.examples import FOLDERS
 from tests.deploy.conftest import ROOT, Dists
 
 CODE_FOLDERS = ("core", "integrations", "webhooks")
@@ -57,8 +58,11 @@ def test_wheel_carries_the_control_plane_build_inputs_unchanged(dists: Dists) ->
 
 def test_wheel_carries_every_example(dists: Dists) -> None:
     names = wheel_names(dists)
-    for path in (ROOT / "examples").glob("*.yaml"):
-        assert f"stromboli/examples/{path.name}" in names
+    for sub in FOLDERS:  # the folders --example lists
+        for path in (ROOT / "examples" / sub).glob("*.yaml"):
+            assert f"stromboli/{path.relative_to(ROOT).as_posix()}" in names
+    assert "stromboli/examples/gpu/mig.yaml" in names
+    assert "stromboli/examples/frameworks/pytorchjob.yaml" in names
     assert "stromboli/examples/pipelines/gang_training.py" not in names
 
 
