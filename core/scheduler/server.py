@@ -17,6 +17,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from stromboli.core.api import constants as k
 from stromboli.core.clock import Clock, SystemClock
@@ -108,6 +109,9 @@ class SchedulerServer:
         self.cycles = 0
         #: Cycles started before their period ended, because new work arrived.
         self.early_cycles = 0
+        #: Seconds the last pipelined writes took (they count towards the early-cycle pause).
+        self._last_writes = 0.0
+        self._writes_done = 0.0
         self._last_cycle = time.monotonic()
         self.endpoints: list[Endpoint] = []
         self.elector: LeaderElector | None = None
@@ -207,7 +211,7 @@ class SchedulerServer:
                     await self.report_config()
                 self.cycles += 1
                 self._last_cycle = time.monotonic()
-                if await self._wait_for_next(started, self._last_cycle):
+                if await self._wait_for_next(started, self._last_cycle, writing):
                     self.early_cycles += 1
         finally:
             if writing is not None:
@@ -237,11 +241,15 @@ class SchedulerServer:
         return commit
 
     async def _commit(self, cycle: Decided) -> None:
+        started = time.monotonic()
         try:
             stats = await self.scheduler.commit(cycle)
         except Exception:  # a failed write must not stop the scheduler
             log.exception("writing the scheduling cycle failed")
             return
+        finally:
+            self._writes_done = time.monotonic()
+            self._last_writes = self._writes_done - started
         self._observe(stats)
 
     def _observe(self, stats: CycleStats) -> None:
@@ -250,18 +258,30 @@ class SchedulerServer:
         except Exception:  # nor may a failure to record its metrics
             log.exception("recording the cycle's metrics failed")
 
-    async def _wait_for_next(self, started: float, ended: float) -> bool:
-        """Wait until the period that began at ``started`` is over, or until new work arrived
-        and the gap after ``ended`` has passed; True when the next cycle starts early."""
+    async def _wait_for_next(
+        self, started: float, ended: float, writing: asyncio.Task[None] | None = None
+    ) -> bool:
+        """Wait until the period that began at ``started`` is over, or until new work arrived,
+        the gap after ``ended`` has passed and the last cycle's writes (``writing``) are done;
+        True when the next cycle starts early. (Deciding again while those writes run would
+        double the cycles, and their CPU, for the same pods.)"""
         deadline = started + self.options.schedule_period
         gap = self.options.early_cycle_gap
-        earliest = ended + max(gap, ended - started)  # busy cycles are not run back to back
         arrivals = self.scheduler.arrivals
         while not self.stopping.is_set():
             now = time.monotonic()
             if now >= deadline:
                 return False
             if gap > 0 and arrivals.is_set():
+                if writing is not None and not writing.done():
+                    await self._sleep(deadline - now, asyncio.shield(writing))
+                    continue
+                # A busy cycle is not followed at once: the pause after its writes is at least
+                # as long as the cycle took, writes included, so early cycles take at most half
+                # the time, however slow the API server.
+                written = writing is not None
+                busy = ended - started + (self._last_writes if written else 0.0)
+                earliest = max(ended, self._writes_done if written else ended) + max(gap, busy)
                 if now >= earliest:
                     return True
                 await self._sleep(min(earliest, deadline) - now)
@@ -269,11 +289,16 @@ class SchedulerServer:
                 await self._sleep(deadline - now, arrivals.event if gap > 0 else None)
         return False
 
-    async def _sleep(self, seconds: float, wake: asyncio.Event | None = None) -> None:
-        """Sleep up to ``seconds``, returning early on ``stop()`` or when ``wake`` is set."""
-        waits = [asyncio.ensure_future(self.stopping.wait())]
-        if wake is not None:
+    async def _sleep(
+        self, seconds: float, wake: asyncio.Event | asyncio.Future[None] | None = None
+    ) -> None:
+        """Sleep up to ``seconds``, returning early on ``stop()`` or when ``wake`` is set or
+        done (a future passed is cancelled afterwards: shield what must go on)."""
+        waits: list[asyncio.Future[Any]] = [asyncio.ensure_future(self.stopping.wait())]
+        if isinstance(wake, asyncio.Event):
             waits.append(asyncio.ensure_future(wake.wait()))
+        elif wake is not None:
+            waits.append(wake)
         try:
             await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
         finally:
