@@ -129,6 +129,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=10)
     parser.add_argument("--scale", default="1000,5000,10000", help="node counts for cycle cost")
     parser.add_argument("--profile", type=int, default=0, help="print the N costliest functions")
+    parser.add_argument("--profile-out", type=Path, help="also write the profile here (pstats)")
     parser.add_argument("--only-decisions", action="store_true")
     args = parser.parse_args()
     tune_gc()  # as the stromboli command does
@@ -154,6 +155,8 @@ def main() -> None:
         if profile is not None:
             print("  profile of the decisions (CPU clock, cProfile's overhead included):")
             pstats.Stats(profile, stream=sys.stdout).sort_stats("tottime").print_stats(args.profile)
+            if args.profile_out is not None:
+                profile.dump_stats(args.profile_out)
         if args.only_decisions:
             return
         wall, peak, size = whole_run(path)

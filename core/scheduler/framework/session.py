@@ -369,10 +369,13 @@ class Session:
             scores, seen = cached
             stale = positions[seen[positions] != versions[positions]]
             if stale.shape[0]:
-                fresh = np.zeros(stale.shape[0])
-                for fn in per_node:
-                    fresh += fn(task, stale)
-                scores[stale] = fresh
+                if len(per_node) == 1:
+                    scores[stale] = per_node[0](task, stale)
+                else:
+                    fresh = np.zeros(stale.shape[0])
+                    for fn in per_node:
+                        fresh += fn(task, stale)
+                    scores[stale] = fresh
                 seen[stale] = versions[stale]
             total += scores[positions]
         for fn in self._flat(P.BATCH_NODE_ORDER):

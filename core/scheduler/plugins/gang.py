@@ -59,12 +59,16 @@ class GangPlugin(Plugin):
         partly placed goes before one with nothing placed: a scheduler that died mid-bind (or
         a member that restarted) left it holding nodes, and its successor must finish it in its
         first cycle, before another job takes the room its members were placed for."""
-        left_ready, right_ready = left.is_ready(), right.is_ready()
+        # JobInfo.is_ready, with each job's ready count taken once: asked on every comparison
+        # of the job queue's heap.
+        left_count, right_count = left.ready_task_num(), right.ready_task_num()
+        left_ready = left_count + left.pending_best_effort_num() >= left.min_available
+        right_ready = right_count + right.pending_best_effort_num() >= right.min_available
         if left_ready != right_ready:
             return 1 if left_ready else -1
         if left_ready:
             return 0
-        left_partial, right_partial = left.ready_task_num() > 0, right.ready_task_num() > 0
+        left_partial, right_partial = left_count > 0, right_count > 0
         if left_partial == right_partial:
             return 0
         return -1 if left_partial else 1

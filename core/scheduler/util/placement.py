@@ -33,11 +33,31 @@ def feasible_nodes_to_find(total: int) -> int:
 def sample(ssn: Session, candidates: np.ndarray) -> np.ndarray:
     """Positions of up to ``feasible_nodes_to_find`` candidates, starting where the previous
     search stopped so that successive pods spread their search over the cluster."""
-    positions = np.flatnonzero(candidates)
-    limit = feasible_nodes_to_find(candidates.shape[0])
+    total = candidates.shape[0]
+    limit = feasible_nodes_to_find(total)
+    if limit < total and candidates.all():
+        return sample_all(ssn, total, limit)
+    return sample_listed(ssn, np.flatnonzero(candidates), total, limit)
+
+
+def sample_all(ssn: Session, total: int, limit: int) -> np.ndarray:
+    """``sample_listed`` when every one of ``total`` nodes is a candidate (a roomy cluster,
+    most searches): the window is a run of positions from the start, wrapping, found without
+    listing every node first."""
+    start = ssn.next_start_node % total
+    chosen = np.arange(start, start + limit)
+    if start + limit > total:
+        chosen %= total
+    ssn.next_start_node = int(chosen[-1]) + 1
+    return chosen
+
+
+def sample_listed(ssn: Session, positions: np.ndarray, total: int, limit: int) -> np.ndarray:
+    """Up to ``limit`` of the candidate ``positions`` (sorted, out of ``total`` nodes) from
+    the first at or after ``ssn.next_start_node``, wrapping round."""
     if positions.shape[0] <= limit:
         return positions
-    start = int(np.searchsorted(positions, ssn.next_start_node % candidates.shape[0]))
+    start = int(np.searchsorted(positions, ssn.next_start_node % total))
     chosen = positions[start : start + limit]
     if chosen.shape[0] < limit:
         chosen = np.concatenate([chosen, positions[: limit - chosen.shape[0]]])
