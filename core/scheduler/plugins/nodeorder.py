@@ -15,6 +15,7 @@ and node facts is kept per shape while the nodes stay the same (see ``NodeIndex.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -61,6 +62,11 @@ WEIGHTS: dict[str, int] = {
 RESOURCE_SCORES = (LEAST_REQUESTED, MOST_REQUESTED, BALANCED_RESOURCE)
 PER_NODE = (*RESOURCE_SCORES, NODE_AFFINITY)
 NORMALISED = (POD_AFFINITY, TAINT_TOLERATION, POD_TOPOLOGY_SPREAD, IMAGE_LOCALITY)
+#: Up to this many stale nodes are scored in plain Python (most searches: the one to five nodes
+#: whose use changed since the shape was last scored), where numpy's per-call cost dominates.
+FEW_NODES = 16
+#: Floats at or beyond this magnitude are whole numbers already.
+_WHOLE = float(2**52)
 #: Soft-taint counts of a shape that no node's taints affect (every node then scores 100).
 _NO_COUNTS = np.zeros(0)
 
@@ -159,6 +165,98 @@ def image_locality(index: NodeIndex, images: tuple[str, ...]) -> np.ndarray:
     return np.floor(MAX_NODE_SCORE * (clipped - IMAGE_MIN) / (high - IMAGE_MIN))
 
 
+def resource_scores_array(
+    weights: tuple[int, int, int],
+    request: np.ndarray,
+    used: np.ndarray,
+    capacity: np.ndarray,
+    safe: np.ndarray,
+    shares: np.ndarray,
+) -> np.ndarray:
+    """Weighted least requested, most requested and balanced allocation of many nodes at
+    once: ``request`` a cpu, memory column; ``used`` (overwritten) and the others rows cpu,
+    memory with a column per node, as in :class:`Capacity`."""
+    least_w, most_w, balanced_w = weights
+    total = np.zeros(used.shape[1])
+    if least_w or most_w:
+        # kube scores a pod that requests nothing as if it asked for a small default.
+        requested = used + np.where(request > 0, request, DEFAULTS)
+        if least_w:
+            least = least_requested(requested, capacity, safe, shares)
+            least *= least_w
+            total += least
+        if most_w:
+            most = most_requested(requested, capacity, safe, shares)
+            most *= most_w
+            total += most
+    if balanced_w:
+        used += request
+        used /= safe
+        balanced = balanced_allocation(used, shares)
+        balanced *= balanced_w
+        total += balanced
+    return total
+
+
+def _floor(x: float) -> float:
+    """``np.floor`` of one float: zeros keep their sign, NaN and infinities stay."""
+    if x == 0.0 or not -_WHOLE < x < _WHOLE:  # NaN fails the comparison too
+        return x
+    return float(math.floor(x))
+
+
+def _maximum(a: float, b: float) -> float:
+    """``np.maximum``: NaN wins, and of equal values (such as 0.0 and -0.0) the second."""
+    return a if a > b or a != a else b
+
+
+def _minimum(a: float, b: float) -> float:
+    """``np.minimum``: NaN wins, and of equal values the second."""
+    return a if a < b or a != a else b
+
+
+def resource_scores_few(
+    weights: tuple[int, int, int],
+    request: tuple[float, float],
+    used: list[list[float]],
+    capacity: list[list[float]],
+    safe: list[list[float]],
+    shares: list[list[float]],
+) -> list[float]:
+    """Weighted least requested, most requested and balanced allocation of a few nodes, the
+    very float operations of the array functions above in the same order (so the same bits),
+    one node at a time: for a handful of nodes, each numpy call costs more than its work.
+    ``used`` holds a [cpu, memory] pair per node; the others are rows cpu, memory as in
+    :class:`Capacity`."""
+    least_w, most_w, balanced_w = weights
+    req_cpu, req_mem = request
+    ask_cpu = req_cpu if req_cpu > 0 else DEFAULT_MILLI_CPU
+    ask_mem = req_mem if req_mem > 0 else DEFAULT_MEMORY
+    out: list[float] = []
+    for i, (used_cpu, used_mem) in enumerate(used):
+        cap_cpu, cap_mem = capacity[0][i], capacity[1][i]
+        safe_cpu, safe_mem = safe[0][i], safe[1][i]
+        count, factor = shares[0][i], shares[1][i]
+        total = 0.0
+        if least_w or most_w:
+            rq_cpu, rq_mem = used_cpu + ask_cpu, used_mem + ask_mem
+            if least_w:
+                a = _maximum(_floor((cap_cpu - rq_cpu) * MAX_NODE_SCORE / safe_cpu), 0.0)
+                b = _maximum(_floor((cap_mem - rq_mem) * MAX_NODE_SCORE / safe_mem), 0.0)
+                total += _floor((a + b) / count) * least_w
+            if most_w:
+                a = _floor(_minimum(rq_cpu, cap_cpu) * MAX_NODE_SCORE / safe_cpu)
+                b = _floor(_minimum(rq_mem, cap_mem) * MAX_NODE_SCORE / safe_mem)
+                total += _floor((a + b) / count) * most_w
+        if balanced_w:
+            a = _minimum((used_cpu + req_cpu) / safe_cpu, 1.0)
+            b = _minimum((used_mem + req_mem) / safe_mem, 1.0)
+            spread = abs(a - b) * factor
+            total += _floor((1.0 - spread) * MAX_NODE_SCORE) * balanced_w
+        out.append(total)
+    return out
+
+
 class NodeOrderPlugin(Plugin):
     name = "nodeorder"
     known_arguments: ClassVar[dict[str, object]] = dict(WEIGHTS)
@@ -201,30 +299,27 @@ class NodeOrderPlugin(Plugin):
         weight = self.weight
         table = self.table
         cap = self.capacity
+        if positions.shape[0] <= FEW_NODES:
+            vector = table.task_vector(task)
+            return np.array(
+                resource_scores_few(
+                    (weight[LEAST_REQUESTED], weight[MOST_REQUESTED], weight[BALANCED_RESOURCE]),
+                    (float(vector[0]), float(vector[1])),
+                    table.used[positions, :2].tolist(),
+                    cap.amount[:, positions].tolist(),
+                    cap.safe[:, positions].tolist(),
+                    cap.shares[:, positions].tolist(),
+                )
+            )
         request = table.task_vector(task)[:2, None]
-        capacity = cap.amount.take(positions, axis=1)
-        safe = cap.safe.take(positions, axis=1)
-        shares = cap.shares.take(positions, axis=1)
-        used = np.ascontiguousarray(table.used.take(positions, axis=0)[:, :2].T)
-        total = np.zeros(positions.shape[0])
-        if weight[LEAST_REQUESTED] or weight[MOST_REQUESTED]:
-            # kube scores a pod that requests nothing as if it asked for a small default.
-            requested = used + np.where(request > 0, request, DEFAULTS)
-            if weight[LEAST_REQUESTED]:
-                least = least_requested(requested, capacity, safe, shares)
-                least *= weight[LEAST_REQUESTED]
-                total += least
-            if weight[MOST_REQUESTED]:
-                most = most_requested(requested, capacity, safe, shares)
-                most *= weight[MOST_REQUESTED]
-                total += most
-        if weight[BALANCED_RESOURCE]:
-            used += request
-            used /= safe
-            balanced = balanced_allocation(used, shares)
-            balanced *= weight[BALANCED_RESOURCE]
-            total += balanced
-        return total
+        return resource_scores_array(
+            (weight[LEAST_REQUESTED], weight[MOST_REQUESTED], weight[BALANCED_RESOURCE]),
+            request,
+            np.ascontiguousarray(table.used.take(positions, axis=0)[:, :2].T),
+            cap.amount.take(positions, axis=1),
+            cap.safe.take(positions, axis=1),
+            cap.shares.take(positions, axis=1),
+        )
 
     def _image_scores(self, task: TaskInfo) -> np.ndarray:
         scores = self._images_by_task.get(task.uid)
