@@ -406,7 +406,7 @@ class Session:
         return bool(self._flat(P.BEST_NODE))
 
     def has_scorers(self) -> bool:
-        return any(self.chain(P.NODE_ORDER)) or any(self.chain(P.BATCH_NODE_ORDER))
+        return bool(self._flat(P.NODE_ORDER)) or bool(self._flat(P.BATCH_NODE_ORDER))
 
     # -- state changes outside statements ---------------------------------------------------------
 
