@@ -198,9 +198,10 @@ def test_scheduler_can_bind_delete_and_write_pod_status(
         "type": "Normal",
         "source": {"component": "volcano"},
     }
-    created = scheduler_sa.post(f"/api/v1/namespaces/{namespace}/events", event)
-    created["count"] = 2
-    scheduler_sa.put(f"/api/v1/namespaces/{namespace}/events/p0.probe", created)
+    scheduler_sa.post(f"/api/v1/namespaces/{namespace}/events", event)
+    # a repeat is one PATCH of its count, as client-go's recorder does
+    repeated = scheduler_sa.patch(f"/api/v1/namespaces/{namespace}/events/p0.probe", {"count": 2})
+    assert repeated["count"] == 2
 
 
 def test_scheduler_can_create_queues_and_write_queue_and_podgroup_status(
