@@ -9,7 +9,7 @@ not come up, every test using the fixture errors: these tests never skip.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -24,19 +24,27 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
     yield from own_control_plane(tmp_path_factory)
 
 
-def own_control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+def own_control_plane(
+    tmp_path_factory: pytest.TempPathFactory,
+    nodes: int = NODES,
+    prepare: Callable[[ControlPlane], None] | None = None,
+) -> Iterator[ControlPlane]:
     """A control plane of its own: modules that judge the whole cluster (RBAC grids, doctor)
-    override ``control_plane`` with one, so other tests' leftovers cannot sway them."""
+    override ``control_plane`` with one, so other tests' leftovers cannot sway them; modules
+    that need their own nodes or CRDs start with ``nodes=0`` and ``prepare`` them."""
     run_dir = tmp_path_factory.mktemp("controlplane")
     build_log = run_dir / "build.log"
     try:
         binaries = build_control_plane(log_path=build_log)
     except Exception as err:
         pytest.fail(f"building the control plane failed ({build_log}): {err}", pytrace=False)
-    cp = ControlPlane(binaries, run_dir=run_dir, nodes=NODES)
+    cp = ControlPlane(binaries, run_dir=run_dir, nodes=nodes)
     try:
         cp.start()
+        if prepare is not None:
+            prepare(cp)
     except Exception as err:
+        cp.stop()
         pytest.fail(f"control plane did not start: {err}\n{cp.log_tail(60)}", pytrace=False)
     _started.append(cp)
     try:

@@ -28,7 +28,8 @@ import pytest
 from stromboli.core.api.crds import build_crds
 from stromboli.core.cluster.errors import NotFoundError
 from stromboli.core.cluster.kube import KubeConfig, KubeStore
-from stromboli.core.devcluster import ControlPlane, build_control_plane
+from stromboli.core.devcluster import ControlPlane
+from tests.controlplane.conftest import own_control_plane
 
 PG = ("scheduling.volcano.sh/v1beta1", "PodGroup")
 GROUP = "scheduling.k8s.io/group-name"
@@ -36,21 +37,14 @@ STROMBOLI = Path(sys.executable).with_name("stromboli")
 _REQUEST = re.compile(r"^apiserver_request_total\{([^}]*)\} ([0-9.e+]+)$")
 
 
+def _nodes(cp: ControlPlane) -> None:
+    cp.apply_manifests(build_crds())
+    cp.add_nodes(2, cpu="4", memory="16Gi", pods=110)
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    run_dir = tmp_path_factory.mktemp("plain-pods")
-    cp = ControlPlane(build_control_plane(log_path=run_dir / "build.log"), run_dir=run_dir, nodes=0)
-    try:
-        cp.start()
-        cp.apply_manifests(build_crds())
-        cp.add_nodes(2, cpu="4", memory="16Gi", pods=110)
-    except Exception as err:
-        cp.stop()
-        pytest.fail(f"control plane did not start: {err}\n{cp.log_tail(60)}", pytrace=False)
-    try:
-        yield cp
-    finally:
-        cp.stop()
+    yield from own_control_plane(tmp_path_factory, nodes=0, prepare=_nodes)
 
 
 @pytest.fixture

@@ -19,7 +19,8 @@ import pytest
 from stromboli.core.api import constants as k
 from stromboli.core.api.crds import build_crds
 from stromboli.core.cluster.kube import KubeConfig, KubeStore
-from stromboli.core.devcluster import ControlPlane, build_control_plane
+from stromboli.core.devcluster import ControlPlane
+from tests.controlplane.conftest import own_control_plane
 from tests.controlplane.test_e2e_scheduler import SchedulerProcess, eventually
 
 STROMBOLI = Path(sys.executable).with_name("stromboli")
@@ -54,29 +55,22 @@ VGPU = {
 }
 
 
+def _gpu_node(cp: ControlPlane) -> None:
+    cp.apply_manifests(build_crds())
+    cp.add_nodes(
+        1,
+        cpu="8",
+        memory="64Gi",
+        pods=110,
+        name_prefix="gpu-node-",
+        annotations={k.NODE_VGPU_REGISTER_KEY: json.dumps([CARD])},
+        extra_resources={"volcano.sh/vgpu-number": "10"},
+    )
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    run_dir = tmp_path_factory.mktemp("vgpu-requests")
-    cp = ControlPlane(build_control_plane(log_path=run_dir / "build.log"), run_dir=run_dir, nodes=0)
-    try:
-        cp.start()
-        cp.apply_manifests(build_crds())
-        cp.add_nodes(
-            1,
-            cpu="8",
-            memory="64Gi",
-            pods=110,
-            name_prefix="gpu-node-",
-            annotations={k.NODE_VGPU_REGISTER_KEY: json.dumps([CARD])},
-            extra_resources={"volcano.sh/vgpu-number": "10"},
-        )
-    except Exception as err:
-        cp.stop()
-        pytest.fail(f"control plane did not start: {err}\n{cp.log_tail(60)}", pytrace=False)
-    try:
-        yield cp
-    finally:
-        cp.stop()
+    yield from own_control_plane(tmp_path_factory, nodes=0, prepare=_gpu_node)
 
 
 @pytest.fixture
