@@ -284,7 +284,17 @@ def replay(nodes: Sequence[TraceNode], sequence: Sequence[TracePod], config: str
     """Place ``sequence`` in order with one session of the scheduler under ``config``;
     which arrivals were placed."""
     register_builtins()
+    # The paper's simulator scores every node; the module setting is given back afterwards,
+    # so a caller in the same process (the tests) keeps Volcano's adaptive default.
+    adaptive = placement.PERCENTAGE_NODES_TO_FIND
     placement.PERCENTAGE_NODES_TO_FIND = 100
+    try:
+        return _replay(nodes, sequence, config)
+    finally:
+        placement.PERCENTAGE_NODES_TO_FIND = adaptive
+
+
+def _replay(nodes: Sequence[TraceNode], sequence: Sequence[TracePod], config: str) -> Replay:
     started = time.perf_counter()
     cache = SchedulerCache()
     for name in (k.ROOT_QUEUE, k.DEFAULT_QUEUE):

@@ -52,6 +52,18 @@ def test_the_fragmentation_policy_allocates_what_binpack_strands(tmp_path: Path)
         assert ours > placed_gpus(nodes, pods, policy) + 0.5
 
 
+def test_a_replay_gives_back_the_adaptive_node_sampling(tmp_path: Path) -> None:
+    """The replay scores every node as the paper does; tests of node sampling that run after it
+    in the same process must still see Volcano's adaptive default."""
+    from stromboli.core.scheduler.util import placement
+
+    before = placement.PERCENTAGE_NODES_TO_FIND
+    write_trace(tmp_path, CRAFTED_NODES, CRAFTED_PODS)
+    nodes = bench.read_nodes(tmp_path / bench.NODE_FILE)
+    placed_gpus(nodes, bench.read_pods(tmp_path / "openb_pod_list_default.csv"), "ours")
+    assert placement.PERCENTAGE_NODES_TO_FIND == before == 0
+
+
 def test_arrivals_tune_up_by_resampling_the_trace() -> None:
     pods = [bench.TracePod(f"p{i}", 1000, 1024, 1, 500) for i in range(4)]
     sequence = bench.arrivals(pods, capacity=4.0, seed=7, tune=1.3)
