@@ -12,8 +12,10 @@ shared cluster's nodes.
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -110,18 +112,28 @@ class OperatorProcess:
     def start(self) -> OperatorProcess:
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
-                self.argv, stdout=out, stderr=subprocess.STDOUT, env=self.env
+                self.argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+                start_new_session=True,  # its own group: a wrapper's children stop with it
             )
         return self
 
     def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
+        """SIGTERM to the operator's whole process group, SIGKILL after 30 s: behind a
+        wrapper (the Argo jail) the operator is a grandchild, and one that outlives a killed
+        wrapper would retry against a stopped API server for good."""
+        if self.process is None:
             return
-        self.process.terminate()
-        try:
+        group = self.process.pid  # the session leader's pid is its group's id
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)  # whatever of the group is left
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(10)
 
     def tail(self, chars: int = 3000) -> str:
