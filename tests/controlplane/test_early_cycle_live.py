@@ -17,8 +17,11 @@ import pytest
 from stromboli.core.api.crds import build_crds
 from stromboli.core.cluster.kube import KubeConfig, KubeStore
 from stromboli.core.devcluster import ControlPlane
+from tests.controlplane.test_scheduler_conf_live import gang
 
 STROMBOLI = Path(sys.executable).with_name("stromboli")
+
+SCHEDULER = "early-cycle-test"
 
 
 @pytest.fixture
@@ -27,36 +30,6 @@ async def store(control_plane: ControlPlane) -> AsyncIterator[KubeStore]:
     kube = KubeStore(KubeConfig.load(control_plane.kubeconfig_path))
     yield kube
     await kube.close()
-
-
-def gang(name: str, namespace: str, size: int) -> list[dict]:
-    objects: list[dict] = [
-        {
-            "apiVersion": "scheduling.volcano.sh/v1beta1",
-            "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {"minMember": size},
-        }
-    ]
-    for i in range(size):
-        objects.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {
-                    "name": f"{name}-{i}",
-                    "namespace": namespace,
-                    "annotations": {"scheduling.k8s.io/group-name": name},
-                },
-                "spec": {
-                    "schedulerName": "early-cycle-test",
-                    "containers": [
-                        {"name": "c", "image": "x", "resources": {"requests": {"cpu": "10m"}}}
-                    ],
-                },
-            }
-        )
-    return objects
 
 
 async def bound_within(store: KubeStore, namespace: str, prefix: str, timeout: float) -> bool:
@@ -81,7 +54,7 @@ async def test_a_gang_created_after_the_first_cycle_is_bound_before_the_period_e
             str(STROMBOLI),
             "scheduler",
             f"--kubeconfig={control_plane.kubeconfig_path}",
-            "--scheduler-name=early-cycle-test",  # no other test's pods
+            f"--scheduler-name={SCHEDULER}",  # no other test's pods
             "--schedule-period=30m",
             "--early-cycle-gap=20ms",
             "--listen-address=",
@@ -91,11 +64,11 @@ async def test_a_gang_created_after_the_first_cycle_is_bound_before_the_period_e
         stderr=subprocess.STDOUT,
     )
     try:
-        for obj in gang("first", namespace, 2):
+        for obj in gang("first", namespace, SCHEDULER, 2):
             await store.create(obj)
         # The first cycle runs at start; this gang is bound by it or by an early cycle.
         assert await bound_within(store, namespace, "first-", 120), log.read_text()[-3000:]
-        for obj in gang("second", namespace, 3):
+        for obj in gang("second", namespace, SCHEDULER, 3):
             await store.create(obj)
         # The next cycle on the period is 30 minutes away.
         assert await bound_within(store, namespace, "second-", 120), log.read_text()[-3000:]
