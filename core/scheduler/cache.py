@@ -32,6 +32,7 @@ from stromboli.core.scheduler.api.plaingroup import (
 from stromboli.core.scheduler.api.pod import parse_bool, without_ignored_devices
 from stromboli.core.scheduler.api.queue import QueueInfo
 from stromboli.core.scheduler.api.resource import Resource
+from stromboli.core.scheduler.changelog import JobChanges
 from stromboli.core.scheduler.framework.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
@@ -143,6 +144,8 @@ class SchedulerCache:
         self.evicting: set[str] = set()
         #: Pods bound to nodes the cache has not seen yet, by node name.
         self._orphans: dict[str, dict[str, TaskInfo]] = {}
+        #: Ids of jobs whose PodGroup or pods changed, for the close of a cycle (settled.py).
+        self.job_changes = JobChanges()
 
     # -- event intake -------------------------------------------------------------------------
 
@@ -234,6 +237,7 @@ class SchedulerCache:
         record = PodRecord(task, job_id)
         self.pods[uid] = record
         if job_id is not None:
+            self.job_changes.note(job_id)
             entry = self.jobs.setdefault(job_id, JobEntry())
             if group is not None:
                 entry.podgroup, entry.in_memory, entry.built = group, True, None
@@ -277,6 +281,7 @@ class SchedulerCache:
         entry = self.jobs.get(job_id)
         if entry is None or not entry.in_memory or entry.podgroup is None:
             return False
+        self.job_changes.note(job_id)
         if status is not None:
             # As the API server would return it: plain JSON values (no enums), a copy of its own.
             status = orjson.loads(orjson.dumps(status))
@@ -292,6 +297,7 @@ class SchedulerCache:
     def _forget_task(self, record: PodRecord) -> None:
         task = record.task
         if record.job_id is not None:
+            self.job_changes.note(record.job_id)
             entry = self.jobs.get(record.job_id)
             if entry is not None:
                 entry.tasks.pop(task.uid, None)
@@ -331,6 +337,7 @@ class SchedulerCache:
     def _podgroup(self, pg: dict, deleted: bool) -> None:
         namespace, name = object_key(pg)
         job_id = f"{namespace}/{name}"
+        self.job_changes.note(job_id)
         if deleted:
             entry = self.jobs.get(job_id)
             if entry is not None and not entry.in_memory:
@@ -418,6 +425,7 @@ class SchedulerCache:
         self._global_defaults.pop(name, None)
         for entry in self.jobs.values():
             entry.built = None  # job priorities come from PriorityClasses
+        self.job_changes.note_all()
         if deleted:
             return
         value = int(pc.get("value") or 0)
