@@ -24,6 +24,7 @@ from stromboli.core.scheduler.api.node import NodeTable
 from stromboli.core.scheduler.api.queue import QueueInfo
 from stromboli.core.scheduler.api.resource import Resource
 from stromboli.core.scheduler.api.status import TaskStatus
+from stromboli.core.scheduler.framework.closing import CloseSet
 from stromboli.core.scheduler.framework.conditions import PodGroupConditionUpdate
 from stromboli.core.scheduler.framework.filters import Filter, FitErrors
 from stromboli.core.scheduler.framework.options import PluginOption, SchedulerConfig
@@ -107,6 +108,8 @@ class Session:
         self.enqueued: set[str] = set()
         #: Condition each job's PodGroup should carry after this session (set by gang).
         self.podgroup_conditions: dict[str, PodGroupConditionUpdate] = {}
+        #: The jobs the close looks at (see ``framework/closing.py``); None: every job.
+        self.closing: CloseSet | None = None
         #: Per-queue figures plugins publish for status, metrics and reports.
         self.queue_figures: dict[str, dict[str, Resource | float]] = {}
         #: Per-queue accounting of a queue plugin (capacity, proportion), by plugin name: queue
