@@ -88,8 +88,8 @@ class Session:
         self._callbacks: dict[ExtensionPoint, dict[str, Callback]] = {}
         self._chains: dict[ExtensionPoint, list[list[Callable[..., Any]]]] = {}
         self._flats: dict[ExtensionPoint, list[Callable[..., Any]]] = {}
-        #: Per request vector: which nodes it fits (later and now) and the node versions seen.
-        self.fit_cache: dict[tuple[bytes, bool], tuple[np.ndarray, ...]] = {}
+        #: Per request vector: which nodes it fits (later and now), kept by util/placement.
+        self.fit_cache: dict[tuple[bytes, bool], Any] = {}
         #: Per task score shape: node-order scores of every node and the node versions they saw.
         self._score_cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         #: The read-only mask of a predicate verdict that fails no node (see ``predicate``).
