@@ -231,7 +231,8 @@ class AllocateAction(Action):
             waiting = []
             while tasks:
                 waiting.append(tasks.pop())
-            fill_subgroups(ssn, queue, job, waiting, stmt, domain)
+            exhaustive = AllocateAction.exhaustive_search
+            fill_subgroups(ssn, queue, job, waiting, stmt, domain, exhaustive)
             return
         while tasks:
             task = tasks.pop()

@@ -12,6 +12,10 @@ scores above every bound left, with three facts known without a trial:
   least the gang's missing members ask for, when ``gang`` decides readiness);
 - whether a trial there can place anything (some node fits some pending task's request).
 
+The same search chooses a sub-group's HyperNode (``util/subgroup_placement``): there a trial
+is ready when the whole sub-group is placed, so :func:`subgroup_prospects` asks that the room
+allocations and pipelined tasks may take, summed, holds every pending member.
+
 Bounds within :data:`TOLERANCE` of the best score are ties: the first by name keeps them, so
 two HyperNodes whose scores differ by less than rounding may be chosen either way.
 """
@@ -152,14 +156,22 @@ _levels: weakref.WeakKeyDictionary[HyperNodeTree, dict[tuple[str, ...], LevelRow
 )
 
 
-def level_rows(ssn: Session, tree: HyperNodeTree, names: Sequence[str]) -> LevelRows | None:
-    """The rows of ``names`` (cached with the tree); None when one of them has no rows."""
+def level_rows(
+    ssn: Session, tree: HyperNodeTree, names: Sequence[str], within: str | None = None
+) -> LevelRows | None:
+    """The rows of ``names`` (cached with the tree), only those under HyperNode ``within``
+    when given; None when one of them has no rows."""
     cache = _levels.setdefault(tree, {})
     key = tuple(names)
-    if key in cache:
-        return cache[key]
+    cache_key = key if within is None else (*key, "", within)
+    if cache_key in cache:
+        return cache[cache_key]
     table = ssn.nodes
-    parts = [np.flatnonzero(tree.mask(name, table.position, len(table))) for name in key]
+    masks = [tree.mask(name, table.position, len(table)) for name in key]
+    if within is not None:
+        inside = tree.mask(within, table.position, len(table))
+        masks = [mask & inside for mask in masks]
+    parts = [np.flatnonzero(mask) for mask in masks]
     level: LevelRows | None = None
     if parts and all(p.shape[0] for p in parts):
         lengths = np.array([p.shape[0] for p in parts])
@@ -170,7 +182,7 @@ def level_rows(ssn: Session, tree: HyperNodeTree, names: Sequence[str]) -> Level
         if np.unique(rows).shape[0] == rows.shape[0]:
             level.group = np.full(len(table), -1)
             level.group[rows] = np.repeat(np.arange(len(key)), lengths)
-    cache[key] = level
+    cache[cache_key] = level
     return level
 
 
@@ -215,13 +227,7 @@ def prospects(
     table = ssn.nodes
     vectors = np.stack([table.task_vector(t) for t in waiting])
     count = len(level.names)
-    bounds = np.zeros(count)
-    if scorers:
-        used = level.current_sums("used", table.versions, functools.partial(_used, table))
-        low = np.minimum(vectors, 0).sum(axis=0)
-        high = np.maximum(vectors, 0).sum(axis=0)
-        for bound in scorers:
-            bounds += bound(job, used, level.allocatable, low, high)
+    bounds = _score_bounds(ssn, job, level, vectors, scorers)
     missing = _missing(ssn, job)
     if missing <= 0:  # a trial that places nothing may be ready: every one is a prospect
         return Prospects(bounds, _true(count), lambda: _true(count))
@@ -238,6 +244,43 @@ def prospects(
         return placeable
 
     return Prospects(bounds, _room_for_gang(ssn, level, vectors, missing), can_place)
+
+
+def subgroup_prospects(
+    ssn: Session, job: JobInfo, level: LevelRows, pending: Sequence[TaskInfo]
+) -> Prospects | None:
+    """Bounds and possibilities of a trial placing all of a sub-group's ``pending`` members
+    in each HyperNode of ``level`` (the trial is ready only when every one is allocated or
+    pipelined, and never merely pipelined); None when they cannot be known."""
+    scorers = bound_scorers(ssn)
+    if scorers is None or not pending:
+        return None
+    table = ssn.nodes
+    vectors = np.stack([table.task_vector(t) for t in pending])
+    count = len(level.names)
+    bounds = _score_bounds(ssn, job, level, vectors, scorers)
+    can_ready = _room_for(ssn, level, vectors, len(pending), "reach", _reach)
+    return Prospects(bounds, can_ready, lambda: np.zeros(count, dtype=bool))
+
+
+def _score_bounds(
+    ssn: Session,
+    job: JobInfo,
+    level: LevelRows,
+    vectors: np.ndarray,
+    scorers: Sequence[Callable[..., np.ndarray]],
+) -> np.ndarray:
+    """Per HyperNode, the most the HyperNode scorers can give once a trial has added between
+    none and all of the requests ``vectors`` to its nodes' use."""
+    bounds = np.zeros(len(level.names))
+    if scorers:
+        table = ssn.nodes
+        used = level.current_sums("used", table.versions, functools.partial(_used, table))
+        low = np.minimum(vectors, 0).sum(axis=0)
+        high = np.maximum(vectors, 0).sum(axis=0)
+        for bound in scorers:
+            bounds += bound(job, used, level.allocatable, low, high)
+    return bounds
 
 
 def _missing(ssn: Session, job: JobInfo) -> int:

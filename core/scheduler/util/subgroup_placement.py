@@ -2,12 +2,17 @@
 or not at all, inside one HyperNode of the tier its own ``networkTopology`` allows, and within
 the job's HyperNode when the job has one.
 
-A sub-group is tried HyperNode by HyperNode, tiers from the lowest, each a trial placement
-undone at once; the best-scoring HyperNode (``hyper_node_order``) where the whole sub-group
-fits gets it. A sub-group already partly placed grows only inside the lowest HyperNode holding
-its placed tasks (or that HyperNode's ancestors the tier allows). Tasks no policy selects are
-placed as any task. Whether the job may be committed is decided by the caller
-(:func:`ready`): the gang's own rule and ``minSubGroups`` of every policy.
+A sub-group's HyperNode is chosen tier by tier from the lowest by trial placements, each
+undone (the node search window it moved put back too); the best-scoring HyperNode
+(``hyper_node_order``, ties to the first by name) where the whole sub-group fits gets it. Which
+HyperNodes need a trial is decided as for a gang (``util/hypernode_search``): those whose room
+cannot hold every pending member are skipped, the others tried best bound first until no bound
+left beats the best; the choice is the one trying every HyperNode makes, and the last trial,
+when it wins, is kept rather than made again. A sub-group already partly placed grows only
+inside the lowest HyperNode holding its placed tasks (or that HyperNode's ancestors the tier
+allows). Tasks no policy selects are placed as any task. Whether the job may be committed is
+decided by the caller (:func:`ready`): the gang's own rule and ``minSubGroups`` of every
+policy.
 """
 
 from __future__ import annotations
@@ -21,7 +26,17 @@ from stromboli.core.scheduler.framework.conditions import queue_refusal
 from stromboli.core.scheduler.framework.filters import FitErrors
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.framework.statement import Statement
+from stromboli.core.scheduler.util.hypernode_search import (
+    NEITHER,
+    READY,
+    Prospects,
+    best_of,
+    everywhere,
+    level_rows,
+    subgroup_prospects,
+)
 from stromboli.core.scheduler.util.hypernodes import (
+    HyperNodeTree,
     gradients,
     resolve_topology,
     session_tree,
@@ -84,6 +99,7 @@ def _place_group(
     group: SubGroup,
     pending: list[TaskInfo],
     domain: Domain | None,
+    exhaustive: bool = False,
 ) -> Statement | None:
     """A statement placing all of ``pending`` (the group's unplaced tasks), or None."""
     if group.topology is None:
@@ -97,29 +113,34 @@ def _place_group(
     nodes = {t.node_name for t in group.tasks if t.node_name and t.status != TaskStatus.PENDING}
     found = tree.lca(nodes)
     anchor = None if found is None else found.name
-    for level in gradients(topology, tree, anchor):
-        best: tuple[float, str] | None = None
-        for name in level:
-            where = _within(ssn, name, domain)
-            if not where[1].any():
+    # Whole, the sub-group is ready only if it has members enough: else no trial can be.
+    possible = group.placed() + len(pending) >= group.size
+    for task in pending:  # what the search leaves must not depend on which trials it made
+        task.last_status, task.last_node = None, ""
+    for level in gradients(topology, tree, anchor) if possible else ():
+        where = [w for w in (_within(ssn, name, domain) for name in level) if w[1].any()]
+        if not where:
+            continue
+        trials = _GroupTrials(ssn, queue, job, group, pending, where)
+        try:
+            known = None if exhaustive else _prospects(ssn, tree, job, where, pending, domain)
+            if known is None:
+                known = everywhere(len(where))
+            chosen = best_of(known.bounds, known.can_ready, known.can_place, trials.run)
+            if chosen is None:
                 continue
-            trial = ssn.statement()
-            try:
-                if _place_tasks(ssn, queue, job, pending, trial, where, whole=True) and (
-                    group.ready()
-                ):
-                    score = ssn.hyper_node_score(job, name, np.flatnonzero(where[1]))
-                    if best is None or score > best[0]:
-                        best = (score, name)
-            finally:
-                trial.discard()
-            for task in pending:  # a trial placement is no hint where the task could go
-                task.last_status, task.last_node = None, ""
-        if best is not None:
-            chosen = ssn.statement()
-            if _place_tasks(ssn, queue, job, pending, chosen, _within(ssn, best[1], domain), True):
-                return chosen
-            chosen.discard()
+            placed = trials.keep(chosen)
+            if placed is None:
+                trials.close()
+                placed = ssn.statement()
+                if not _place_tasks(ssn, queue, job, pending, placed, where[chosen], True):
+                    placed.discard()
+                    continue
+        finally:
+            trials.close()
+        for task in pending:  # placed: the fit errors of trials elsewhere say nothing
+            job.fit_errors.pop(task.uid, None)
+        return placed
     message = (
         f"sub-group {group.key} does not fit whole in any hyperNode of tier <= "
         f"{topology.highest_tier} (networkTopology mode {topology.mode})"
@@ -129,6 +150,92 @@ def _place_group(
     return None
 
 
+def _prospects(
+    ssn: Session,
+    tree: HyperNodeTree,
+    job: JobInfo,
+    where: list[Domain],
+    pending: list[TaskInfo],
+    domain: Domain | None,
+) -> Prospects | None:
+    """What is known of the sub-group's trial in each of ``where`` without one; None when
+    nothing is (one candidate, a scorer without a bound, or a domain that is not a
+    HyperNode's own node set)."""
+    if len(where) < 2:
+        return None
+    within = None
+    if domain is not None:
+        table = ssn.nodes
+        within = domain[0]
+        if within not in tree.hypernodes or domain[1] is not tree.mask(
+            within, table.position, len(table)
+        ):
+            return None
+    rows = level_rows(ssn, tree, [name for name, _ in where], within)
+    return None if rows is None else subgroup_prospects(ssn, job, rows, pending)
+
+
+class _GroupTrials:
+    """Trial placements of one sub-group, one HyperNode at a time; the latest stays in place
+    until the next trial (or :meth:`close`), so that the chosen one, when it was the latest,
+    is kept instead of undone and placed again the same way."""
+
+    def __init__(
+        self,
+        ssn: Session,
+        queue: QueueInfo,
+        job: JobInfo,
+        group: SubGroup,
+        pending: list[TaskInfo],
+        where: list[Domain],
+    ) -> None:
+        self.ssn, self.queue, self.job, self.group = ssn, queue, job, group
+        self.pending, self.where = pending, where
+        #: The open trial: its candidate, statement, and the search window before it.
+        self.open: tuple[int, Statement, int] | None = None
+
+    def run(self, i: int) -> tuple[int, float]:
+        self.close()
+        ssn, job = self.ssn, self.job
+        start = ssn.next_start_node
+        trial = ssn.statement()
+        name, mask = self.where[i]
+        try:
+            fits = _place_tasks(ssn, self.queue, job, self.pending, trial, self.where[i], True)
+            fits = fits and self.group.ready()
+            score = ssn.hyper_node_score(job, name, np.flatnonzero(mask)) if fits else 0.0
+        except Exception:
+            self._undo(trial, start)
+            raise
+        self.open = (i, trial, start)
+        return (READY, score) if fits else (NEITHER, 0.0)
+
+    def keep(self, i: int) -> Statement | None:
+        """The open trial when it is candidate ``i``'s and it placed the sub-group; else
+        None."""
+        if self.open is None or self.open[0] != i or not self.group.ready():
+            return None
+        trial = self.open[1]
+        self.open = None
+        for task in self.pending:  # as after an undone trial and a fresh placement
+            task.last_status, task.last_node = None, ""
+        return trial
+
+    def close(self) -> None:
+        if self.open is not None:
+            _, trial, start = self.open
+            self.open = None
+            self._undo(trial, start)
+
+    def _undo(self, trial: Statement, start: int) -> None:
+        trial.discard()
+        # A trial moves neither the search window of later placements nor the hints of why
+        # a task waits.
+        self.ssn.next_start_node = start
+        for task in self.pending:
+            task.last_status, task.last_node = None, ""
+
+
 def fill_subgroups(
     ssn: Session,
     queue: QueueInfo,
@@ -136,9 +243,11 @@ def fill_subgroups(
     pending: list[TaskInfo],
     stmt: Statement,
     domain: Domain | None,
+    exhaustive: bool = False,
 ) -> None:
     """Place the job's ``pending`` tasks on ``stmt``: sub-group by sub-group, each whole or
-    not at all, then the tasks no policy selects."""
+    not at all, then the tasks no policy selects. ``exhaustive`` tries every HyperNode for a
+    sub-group instead of the bounded search (tests compare the two)."""
     waiting = {t.uid for t in pending}
     grouped: set[str] = set()
     for group in job_subgroups(job).groups:
@@ -146,7 +255,7 @@ def fill_subgroups(
         todo = ssn.sorted_tasks(t for t in group.tasks if t.uid in waiting)
         if not todo:
             continue
-        placed = _place_group(ssn, queue, job, group, todo, domain)
+        placed = _place_group(ssn, queue, job, group, todo, domain, exhaustive)
         if placed is not None:
             stmt.merge(placed)
     rest = ssn.sorted_tasks(t for t in pending if t.uid not in grouped)
