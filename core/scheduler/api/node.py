@@ -21,6 +21,9 @@ from stromboli.core.scheduler.api.status import ON_NODE_STATUS, TaskStatus, memb
 _ON_NODE = members(ON_NODE_STATUS)
 #: Request rows a table remembers by request object; forgotten all at once past this many.
 REQUEST_VECTORS = 4096
+#: Entries the change log keeps before it starts afresh (a long-lived cache table would grow it
+#: for good; a session's table rarely reaches it).
+CHANGE_LOG = 1 << 16
 
 
 @dataclass(slots=True, eq=False)
@@ -82,6 +85,12 @@ class NodeTable:
         self.future = np.zeros((0, width))
         #: Bumped whenever a node's use changes, so per-shape caches know which rows are stale.
         self.versions = np.zeros(0, dtype=np.int64)
+        #: Positions in the order their use changed (repeats kept), so that a per-shape cache
+        #: finds the few stale rows of a search from the entries since its last look instead
+        #: of comparing every node's version. Cleared when it passes ``CHANGE_LOG`` entries,
+        #: and then ``epoch`` moves on: a reader holding an older epoch starts afresh.
+        self.changes: list[int] = []
+        self.epoch = 0
         #: Rows of shared requests (replicas of one template share one ``Resource``), by id,
         #: with the request kept alive so that its id cannot be reused while remembered.
         self._request_rows: dict[int, tuple[Resource, np.ndarray]] = {}
@@ -120,6 +129,7 @@ class NodeTable:
         self.idle_now = np.vstack([self.idle_now, row[None, :]])
         self.future = np.vstack([self.future, row[None, :]])
         self.versions = np.append(self.versions, 0)
+        self.epoch += 1  # rows moved: what readers kept per row is void
 
     def replace_node(self, info: NodeInfo) -> None:
         """Update a node's static facts and allocatable, keeping its pods and use."""
@@ -138,6 +148,7 @@ class NodeTable:
         for array_name in self._ARRAYS:
             setattr(self, array_name, np.delete(getattr(self, array_name), position, axis=0))
         self.versions = np.delete(self.versions, position)
+        self.epoch += 1
         for i in range(position, len(self.nodes)):
             self.nodes[i].position = i
             self.position[self.nodes[i].name] = i
@@ -153,6 +164,8 @@ class NodeTable:
         for name in self._ARRAYS:
             setattr(table, name, getattr(self, name).copy())
         table.versions = self.versions.copy()
+        table.changes = []
+        table.epoch = 0
         table._request_rows = dict(self._request_rows)
         return table
 
@@ -164,6 +177,11 @@ class NodeTable:
         np.add(idle, self.releasing[position], out=future)
         future -= self.pipelined[position]
         self.versions[position] += 1
+        changes = self.changes
+        changes.append(position)
+        if len(changes) > CHANGE_LOG:
+            changes.clear()
+            self.epoch += 1
 
     # -- accounting -------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ and node facts is kept per shape while the nodes stay the same (see ``NodeIndex.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import ClassVar
@@ -270,6 +271,7 @@ class NodeOrderPlugin(Plugin):
             ("capacity",), lambda: Capacity.of(ssn.nodes.allocatable)
         )
         self._resource_weights = any(weight[k] for k in RESOURCE_SCORES)
+        self._weights = (weight[LEAST_REQUESTED], weight[MOST_REQUESTED], weight[BALANCED_RESOURCE])
         self._images_by_task: dict[str, np.ndarray] = {}
         if any(weight[k] for k in PER_NODE):
             ssn.register(ExtensionPoint.NODE_ORDER, self.name, self.node_order)
@@ -280,46 +282,56 @@ class NodeOrderPlugin(Plugin):
 
     def node_order(self, task: TaskInfo, positions: np.ndarray) -> np.ndarray:
         weight = self.weight
+        affinity = weight[NODE_AFFINITY] and spec_of(task).preferred_terms
+        if not positions.size or not (self._resource_weights or affinity):
+            return np.zeros(positions.shape[0])
+        if not affinity:
+            # Alone, the resource scores are the total: ``0.0 + x`` is ``x`` (a sum that
+            # starts at 0.0 is never -0.0), so the zeros they would be added to are left out.
+            return self._resource_scores(task, positions)
         total = np.zeros(positions.shape[0])
-        if not positions.size:
-            return total
         if self._resource_weights:
             total += self._resource_scores(task, positions)
-        if weight[NODE_AFFINITY]:
-            spec = spec_of(task)
-            if spec.preferred_terms:
-                masks = self.state.static(task, spec)
-                if masks.preferred is None:
-                    masks.preferred = nodeaffinity.preferred_scores(self.state.nodes, spec)
-                total += weight[NODE_AFFINITY] * masks.preferred[positions]
+        spec = spec_of(task)
+        masks = self.state.static(task, spec)
+        if masks.preferred is None:
+            masks.preferred = nodeaffinity.preferred_scores(self.state.nodes, spec)
+        total += weight[NODE_AFFINITY] * masks.preferred[positions]
         return total
 
     def _resource_scores(self, task: TaskInfo, positions: np.ndarray) -> np.ndarray:
         """Least/most requested and balanced allocation over cpu and memory, weighted."""
-        weight = self.weight
         table = self.table
         cap = self.capacity
         if positions.shape[0] <= FEW_NODES:
             vector = table.task_vector(task)
+            amount, safe, shares = self._capacity_lists
+            rows = positions.tolist()
             return np.array(
                 resource_scores_few(
-                    (weight[LEAST_REQUESTED], weight[MOST_REQUESTED], weight[BALANCED_RESOURCE]),
+                    self._weights,
                     (float(vector[0]), float(vector[1])),
                     table.used[positions, :2].tolist(),
-                    cap.amount[:, positions].tolist(),
-                    cap.safe[:, positions].tolist(),
-                    cap.shares[:, positions].tolist(),
+                    [[amount[0][i] for i in rows], [amount[1][i] for i in rows]],
+                    [[safe[0][i] for i in rows], [safe[1][i] for i in rows]],
+                    [[shares[0][i] for i in rows], [shares[1][i] for i in rows]],
                 )
             )
         request = table.task_vector(task)[:2, None]
         return resource_scores_array(
-            (weight[LEAST_REQUESTED], weight[MOST_REQUESTED], weight[BALANCED_RESOURCE]),
+            self._weights,
             request,
             np.ascontiguousarray(table.used.take(positions, axis=0)[:, :2].T),
             cap.amount.take(positions, axis=1),
             cap.safe.take(positions, axis=1),
             cap.shares.take(positions, axis=1),
         )
+
+    @functools.cached_property
+    def _capacity_lists(self) -> tuple[list[list[float]], list[list[float]], list[list[float]]]:
+        """The capacity rows as Python floats, for the few-node path (made on first use)."""
+        cap = self.capacity
+        return cap.amount.tolist(), cap.safe.tolist(), cap.shares.tolist()
 
     def _image_scores(self, task: TaskInfo) -> np.ndarray:
         scores = self._images_by_task.get(task.uid)
