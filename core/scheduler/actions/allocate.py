@@ -183,7 +183,7 @@ class AllocateAction(Action):
         waiting = pending_tasks(job)
         table = ssn.nodes
         trials = _Trials(ssn, queue, job, waiting)
-        fast = not AllocateAction.exhaustive_search and not has_subgroups(job)
+        fast = not AllocateAction.exhaustive_search
         try:
             for level in gradients(topology, tree, anchor):
                 rows = level_rows(ssn, tree, level) if fast and len(level) > 1 else None
