@@ -243,7 +243,9 @@ class OwnerCache:
         delay = RETRY_MIN
         while True:
             try:
-                listed = await self.store.list(*kind)
+                # The first list may come from the watch cache (resourceVersion=0, one
+                # response); once listed, a relist (after 410 Gone, a broken watch) is consistent.
+                listed = await self.store.list(*kind, cached=kind not in self.listed)
                 fresh: dict[tuple[str, str], OwnerRecord] = {}
                 self._watched[kind] = fresh  # replaced whole: a relist drops the vanished
                 for obj in listed.items:

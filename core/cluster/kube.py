@@ -188,7 +188,9 @@ class KubeStore(ClusterStore):
             return known or await self.resources.resolve(api_version, kind)
 
         async def lister() -> ObjectList:
-            return await self.list(api_version, kind, namespace)
+            # Only a stream's start lists (a 410 later reaches the consumer, who relists):
+            # any recent version will do, so the watch cache answers, as for an informer.
+            return await self.list(api_version, kind, namespace, cached=True)
 
         stream = KubeWatch(
             self.transport,
