@@ -73,9 +73,22 @@ def pending_tasks(job: JobInfo) -> list[TaskInfo]:
     ]
 
 
+def has_work(job: JobInfo) -> bool:
+    """Whether allocating ``job`` can change anything: it has a task to place, or a HyperNode
+    or sub-group choice to make. A job without is left out of allocate's job queues: visiting
+    it would place nothing and commit an empty statement, and most jobs of a busy cluster
+    (settled one-pod groups) are such, so leaving them out keeps a cycle's ordering work to
+    the jobs that are waiting."""
+    for t in (job.by_status.get(TaskStatus.PENDING) or {}).values():
+        if not t.best_effort and not t.gated:
+            return True
+    return network_topology(job) is not None or has_subgroups(job)
+
+
 def schedulable_jobs(ssn: Session, promote_pending: bool) -> QueueJobs:
     """Jobs allocate may work on: admitted (or promoted when there is no enqueue), valid,
-    and in a known queue."""
+    in a known queue, and with work to do (``has_work``); every admitted job in a known queue
+    is still checked for validity, which its PodGroup's status reports."""
     plan = QueueJobs(ssn)
     for job in ssn.jobs.values():
         if job.is_pending():
@@ -92,7 +105,8 @@ def schedulable_jobs(ssn: Session, promote_pending: bool) -> QueueJobs:
             if not terminating_members_only(job):
                 job.invalid = objection
             continue
-        plan.add(job)
+        if has_work(job):
+            plan.add(job)
     return plan
 
 

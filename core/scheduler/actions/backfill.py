@@ -1,4 +1,8 @@
-"""backfill: place best-effort tasks (no resource requests) of admitted jobs."""
+"""backfill: place best-effort tasks (no resource requests) of admitted jobs.
+
+Only jobs that have best-effort tasks are sorted and checked: backfill does nothing to the
+others, and they are nearly every job of a busy cluster.
+"""
 
 from __future__ import annotations
 
@@ -20,7 +24,10 @@ class BackfillAction(Action):
         jobs = [
             job
             for job in ssn.jobs.values()
-            if not job.is_pending() and job.queue in ssn.queues and job.invalid is None
+            if job.best_effort_tasks
+            and not job.is_pending()
+            and job.queue in ssn.queues
+            and job.invalid is None
         ]
         jobs.sort(key=functools.cmp_to_key(ssn.job_compare))
         for job in jobs:
