@@ -9,8 +9,16 @@ actions; loading and store writes excluded) in wall time and in process CPU time
 stages (the machine is shared: CPU time is the steadier figure), the cycles, and the load
 average. ``--profile FILE`` writes a cProfile of the simulation (print it with ``pstats``).
 
+``--partitions P`` makes each job a partitioned one instead (a vcjob ``partitionPolicy`` as
+the job controller writes it into the PodGroup's ``subGroupPolicy``): ``P`` partitions of
+``--size`` pods, each partition with the ``networkTopology`` (within a rack), the job as a
+whole with ``--job-topology`` (within a spine, or none); e.g. ``--jobs 250 --partitions 4``.
+``--search exhaustive`` tries every HyperNode for each gang and partition, as allocate did
+before the bounded search, for a before/after figure in the same run conditions.
+
 Run: .venv/bin/python benchmarks/gpu_topology_bench.py [--nodes N] [--jobs J] [--size S]
-[--topology hard|soft|none] [--profile FILE]
+[--topology hard|soft|none] [--partitions P] [--job-topology hard|soft|none]
+[--search bounded|exhaustive] [--profile FILE]
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from stromboli.core.scheduler.actions.allocate import AllocateAction
 from stromboli.core.scheduler.builtins import BUILTIN_ACTIONS
 from stromboli.core.scheduler.cache import SchedulerCache
 from stromboli.core.scheduler.framework.session import Session
@@ -50,7 +59,26 @@ tiers:
 RACK, SPINE, ZONE = 16, 10, 8
 
 
-def workload(nodes: int, jobs: int, size: int, mode: str = "hard") -> str:
+def workload(
+    nodes: int,
+    jobs: int,
+    size: int,
+    mode: str = "hard",
+    partitions: int = 0,
+    job_mode: str = "none",
+) -> str:
+    """The cluster and the jobs as YAML; with ``partitions``, partitioned jobs."""
+    docs = tree(nodes)
+    for j in range(jobs):
+        if partitions:
+            docs += partitioned_job(j, partitions, size, mode, job_mode)
+        else:
+            docs += gang_job(j, size, mode)
+    return "\n---\n".join(docs) + "\n"
+
+
+def tree(nodes: int) -> list[str]:
+    """The 8-GPU nodes and the racks, spines and zones over them."""
     docs: list[str] = []
     for i in range(nodes):
         docs.append(
@@ -104,25 +132,76 @@ spec:
   members:
 {members}"""
         )
-    for j in range(jobs):
-        topology = f"\n  networkTopology: {{mode: {mode}, highestTierAllowed: 1}}"
-        docs.append(
-            f"""apiVersion: scheduling.volcano.sh/v1beta1
+    return docs
+
+
+def gang_job(j: int, size: int, mode: str) -> list[str]:
+    """One gang PodGroup of ``size`` one-GPU pods, hard or soft within a rack."""
+    topology = f"\n  networkTopology: {{mode: {mode}, highestTierAllowed: 1}}"
+    group = f"""apiVersion: scheduling.volcano.sh/v1beta1
 kind: PodGroup
 metadata: {{name: train-{j}, namespace: default}}
 spec:
   minMember: {size}
-  queue: default"""
-            + (topology if mode != "none" else "")
+  queue: default""" + (topology if mode != "none" else "")
+    return [group, *(gpu_pod(f"train-{j}-{p}", f"train-{j}") for p in range(size))]
+
+
+def partitioned_job(j: int, partitions: int, size: int, mode: str, job_mode: str) -> list[str]:
+    """One job of ``partitions`` partitions of ``size`` one-GPU pods, as the job controller
+    writes a vcjob task with ``partitionPolicy``: one ``subGroupPolicy`` selecting the task's
+    pods by ``volcano.sh/task-spec`` and splitting them by ``volcano.sh/partition-id``, every
+    partition needed (``minPartitions`` = ``totalPartitions``)."""
+    name = f"train-{j}"
+    policy_topology = (
+        f"\n    networkTopology: {{mode: {mode}, highestTierAllowed: 1}}" if mode != "none" else ""
+    )
+    job_topology = (
+        f"\n  networkTopology: {{mode: {job_mode}, highestTierAllowed: 2}}"
+        if job_mode != "none"
+        else ""
+    )
+    group = (
+        f"""apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {{name: {name}, namespace: default}}
+spec:
+  minMember: {partitions * size}
+  minTaskMember: {{worker: {partitions * size}}}
+  queue: default{job_topology}
+  subGroupPolicy:
+  - name: worker
+    subGroupSize: {size}
+    minSubGroups: {partitions}
+    labelSelector: {{matchLabels: {{volcano.sh/task-spec: worker}}}}
+    matchLabelKeys: [volcano.sh/partition-id]"""
+        + policy_topology
+    )
+    pods = [
+        gpu_pod(
+            f"{name}-worker-{p}",
+            name,
+            labels={"volcano.sh/task-spec": "worker", "volcano.sh/partition-id": str(p // size)},
         )
-        for p in range(size):
-            docs.append(
-                f"""apiVersion: v1
+        for p in range(partitions * size)
+    ]
+    return [group, *pods]
+
+
+def gpu_pod(name: str, group: str, labels: dict[str, str] | None = None) -> str:
+    """A pod asking for one whole GPU, 8 cpu and 64Gi."""
+    annotations = f"scheduling.k8s.io/group-name: {group}"
+    label_text = ""
+    if labels:
+        annotations += f", volcano.sh/task-spec: {labels['volcano.sh/task-spec']}"
+        pairs = ", ".join(f"{key}: {value!r}" for key, value in labels.items())
+        label_text = f"\n  labels: {{{pairs}}}"
+    return f"""apiVersion: v1
 kind: Pod
 metadata:
-  name: train-{j}-{p}
+  name: {name}
   namespace: default
-  annotations: {{scheduling.k8s.io/group-name: train-{j}}}
+  annotations: {{{annotations}}}{label_text}
 spec:
   schedulerName: volcano
   containers:
@@ -131,8 +210,6 @@ spec:
     resources:
       requests: {{cpu: "8", memory: 64Gi, nvidia.com/gpu: "1"}}
       limits: {{nvidia.com/gpu: "1"}}"""
-            )
-    return "\n---\n".join(docs) + "\n"
 
 
 def count_cpu(cls: type, method: str, totals: list[float]) -> None:
@@ -193,20 +270,50 @@ def main() -> int:
         default="hard",
         help="the gangs' networkTopology mode (none: no networkTopology, for comparison)",
     )
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=0,
+        help="partitioned jobs: this many partitions of --size pods each (0: plain gangs)",
+    )
+    parser.add_argument(
+        "--job-topology",
+        choices=("hard", "soft", "none"),
+        default="none",
+        help="a partitioned job's own networkTopology mode, within a spine (tier 2)",
+    )
+    parser.add_argument(
+        "--search",
+        choices=("bounded", "exhaustive"),
+        default="bounded",
+        help="exhaustive: a trial in every HyperNode of a tier, as before the bounded search",
+    )
     parser.add_argument("--profile", help="write a cProfile of the simulation to this file")
     args = parser.parse_args()
+    AllocateAction.exhaustive_search = args.search == "exhaustive"
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "gpu-topology.yaml"
-        path.write_text(workload(args.nodes, args.jobs, args.size, args.topology))
+        path.write_text(
+            workload(
+                args.nodes, args.jobs, args.size, args.topology, args.partitions, args.job_topology
+            )
+        )
         conf = Path(folder) / "conf.yaml"
         conf.write_text(CONFIG)
         figures = asyncio.run(run(path, conf, args.profile))
     bound, seconds = figures["pods_bound"], figures["decision_s"]
     cpu = figures["decision_cpu_s"]
     load = os.getloadavg()
+    if args.partitions:
+        shape = (
+            f"{args.jobs} jobs of {args.partitions} partitions x {args.size} "
+            f"(partition networkTopology {args.topology} tier 1, job {args.job_topology} "
+            f"tier 2)"
+        )
+    else:
+        shape = f"{args.jobs} gangs of {args.size} (networkTopology {args.topology})"
     print(
-        f"{args.nodes} nodes x 8 GPUs, 3-tier HyperNodes, {args.jobs} gangs of {args.size} "
-        f"(networkTopology {args.topology}): "
+        f"{args.nodes} nodes x 8 GPUs, 3-tier HyperNodes, {shape}, {args.search} search: "
         f"{bound} pods bound in {figures['cycles']} cycles"
     )
     print(

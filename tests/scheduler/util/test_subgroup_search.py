@@ -236,3 +236,55 @@ def test_rows_within_a_domain_are_only_those_under_it() -> None:
     assert inside.group is None  # n1 under both: sums are always taken afresh
     assert np.array_equal(inside.allocatable, inside.sums(table.allocatable))
     assert level_rows(ssn, tree, ["r1"], within="s") is None  # r1 holds nothing under s
+
+
+def test_a_partition_costs_one_placement_when_the_best_rack_is_tried_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Eight empty racks and a fuller last one: its bound is the highest and its trial is
+    ready, so each partition gets one trial, kept as its placement; trying every rack costs
+    nine trials per partition for the same placement."""
+    from stromboli.core.scheduler.util import subgroup_placement
+
+    objects: list[dict] = [node(f"n{i}", cpu="8", memory="16Gi") for i in range(18)]
+    objects += [hypernode(f"r{r}", 1, [f"n{2 * r}", f"n{2 * r + 1}"]) for r in range(9)]
+    # A running job with a networkTopology: network-topology-aware scores HyperNodes.
+    busy = podgroup("busy", 1, phase="Running")
+    busy["spec"]["networkTopology"] = {"mode": "soft"}
+    objects += [busy, pod("busy-0", group="busy", cpu="2", node_name="n16", phase="Running")]
+    group = podgroup("j", 4, phase="Inqueue")
+    group["spec"]["subGroupPolicy"] = [
+        {
+            "name": "worker",
+            "subGroupSize": 2,
+            "minSubGroups": 2,
+            "labelSelector": {"matchLabels": {k.TASK_SPEC_KEY: "worker"}},
+            "matchLabelKeys": [k.PARTITION_ID_KEY],
+            "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
+        }
+    ]
+    objects.append(group)
+    for i in range(4):
+        labels = {k.TASK_SPEC_KEY: "worker", k.PARTITION_ID_KEY: str(i // 2)}
+        objects.append(pod(f"j-{i}", group="j", cpu="2", role="worker", labels=labels))
+    fills: list[str] = []
+    original = subgroup_placement._place_tasks
+
+    def counted(*args: Any, **kwargs: Any) -> bool:
+        tasks, domain = args[3], args[5]
+        if tasks:  # the tasks no policy selects: none here
+            fills.append(domain[0])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(subgroup_placement, "_place_tasks", counted)
+    for exhaustive, expected in ((False, ["r8"] * 2), (True, [f"r{r}" for r in range(9)] * 2)):
+        fills.clear()
+        AllocateAction.exhaustive_search = exhaustive
+        try:
+            ssn = make_session(objects, TOPO_CONF)
+            AllocateAction().execute(ssn)
+        finally:
+            AllocateAction.exhaustive_search = False
+        assert {n for _, n in ssn.outcome.binds} <= {"n16", "n17"}
+        assert len(ssn.outcome.binds) == 4
+        assert fills == expected
