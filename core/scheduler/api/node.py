@@ -213,12 +213,17 @@ class NodeTable:
         node = self.nodes[position]
         node.tasks[task.uid] = task
         vector = self.task_vector(task)
+        # ``np.add(row, v, out=row)``: what ``array[position] += v`` does, without writing the
+        # row back onto itself a second time (this runs for every task placed).
         if task.status == TaskStatus.PIPELINED:
-            self.pipelined[position] += vector
+            row = self.pipelined[position]
+            np.add(row, vector, out=row)
         else:
-            self.used[position] += vector
+            row = self.used[position]
+            np.add(row, vector, out=row)
             if task.status == TaskStatus.RELEASING:
-                self.releasing[position] += vector
+                row = self.releasing[position]
+                np.add(row, vector, out=row)
             if task.host_ports:
                 node.used_ports.update(task.host_ports)
         self._refresh(position)
@@ -233,11 +238,14 @@ class NodeTable:
             return
         vector = self.task_vector(task)
         if task.status == TaskStatus.PIPELINED:
-            self.pipelined[position] -= vector
+            row = self.pipelined[position]
+            np.subtract(row, vector, out=row)
         else:
-            self.used[position] -= vector
+            row = self.used[position]
+            np.subtract(row, vector, out=row)
             if task.status == TaskStatus.RELEASING:
-                self.releasing[position] -= vector
+                row = self.releasing[position]
+                np.subtract(row, vector, out=row)
             for port in task.host_ports:
                 node.used_ports.discard(port)
         self._refresh(position)

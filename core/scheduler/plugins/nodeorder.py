@@ -347,9 +347,9 @@ class NodeOrderPlugin(Plugin):
 
     def batch_node_order(self, task: TaskInfo, positions: np.ndarray) -> np.ndarray:
         weight = self.weight
-        total = np.zeros(positions.shape[0])
+        total = None
         if not positions.size:
-            return total
+            return np.zeros(0)
         state = self.state
         spec = spec_of(task)
         if weight[TAINT_TOLERATION]:
@@ -358,8 +358,11 @@ class NodeOrderPlugin(Plugin):
                 counts = taints.intolerable_soft_counts(state.nodes, spec)
                 masks.soft_taints = counts if counts.any() else _NO_COUNTS
             if masks.soft_taints is _NO_COUNTS:
-                total += weight[TAINT_TOLERATION] * MAX_NODE_SCORE
+                # The first term, so the zeros it would be added to are left out (0.0 + x is
+                # x for a whole weight's multiple of 100).
+                total = np.full(positions.shape[0], weight[TAINT_TOLERATION] * MAX_NODE_SCORE)
             else:
+                total = np.zeros(positions.shape[0])
                 counts = masks.soft_taints[positions]
                 high = counts.max()
                 if high > 0:
@@ -367,6 +370,8 @@ class NodeOrderPlugin(Plugin):
                 else:
                     scores = np.full(positions.shape[0], MAX_NODE_SCORE)
                 total += weight[TAINT_TOLERATION] * scores
+        if total is None:
+            total = np.zeros(positions.shape[0])
         if weight[POD_AFFINITY] and (
             spec.affinity_preferred or spec.anti_preferred or state.pods.scoring_shapes
         ):

@@ -61,6 +61,7 @@ class PredicatesPlugin(Plugin):
         self.state = SessionState.of(ssn)
         self._flags = (self.node_affinity, self.taint_toleration)
         self._filters: dict[str, Filter] = {}
+        self._asks: dict[str, bool] = {}
         ssn.register(ExtensionPoint.PRE_PREDICATE, self.name, self.pre_predicate)
         ssn.register(ExtensionPoint.PREDICATE, self.name, self.predicate)
 
@@ -94,17 +95,25 @@ class PredicatesPlugin(Plugin):
 
     def _dynamic(self, task: TaskInfo, spec: PodSpecInfo) -> bool:
         """Whether anything beyond the shape's static filter can fail a node right now."""
+        asks = self._asks.get(task.shape)
+        if asks is None:
+            asks = self._asks[task.shape] = self._asks_dynamic(spec)
+        if asks:
+            return True
         state = self.state
+        return bool(
+            self.pod_affinity
+            and state.pods.anti_shapes
+            and state.pods.existing_anti_terms(task.shape, spec)
+        ) or (state.room.full > 0)
+
+    def _asks_dynamic(self, spec: PodSpecInfo) -> bool:
+        """Whether the pod itself asks for a filter that depends on placed pods (ports,
+        inter-pod affinity, hard spreading): fixed per shape, so kept per shape."""
         return (
             bool(self.node_ports and spec.ports)
             or bool(self.topology_spread and spec.spread_hard)
             or bool(self.pod_affinity and spec.has_pod_affinity)
-            or bool(
-                self.pod_affinity
-                and state.pods.anti_shapes
-                and state.pods.existing_anti_terms(task.shape, spec)
-            )
-            or state.room.full > 0
         )
 
     def _static_filter(self, task: TaskInfo, spec: PodSpecInfo) -> Filter:
