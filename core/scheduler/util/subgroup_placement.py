@@ -17,6 +17,8 @@ policy.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
@@ -84,12 +86,36 @@ def _place_tasks(
     return True
 
 
-def _within(ssn: Session, name: str, domain: Domain | None) -> Domain:
-    tree = session_tree(ssn)
-    mask = tree.mask(name, ssn.nodes.position, len(ssn.nodes))
-    if domain is not None:
-        mask = mask & domain[1]
-    return name, mask
+_candidates_of: weakref.WeakKeyDictionary[HyperNodeTree, dict[tuple[str, ...], list[Domain]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _candidates(
+    ssn: Session, tree: HyperNodeTree, level: list[str], domain: Domain | None
+) -> list[Domain]:
+    """The HyperNodes of ``level`` that hold nodes (inside ``domain`` when given), each with
+    the mask of its nodes there; kept with the tree when the domain is a HyperNode's own node
+    set (every partition of every job asks for the same tier)."""
+    table = ssn.nodes
+    count = len(table)
+    cache: dict[tuple[str, ...], list[Domain]] = {}
+    if domain is None or (
+        domain[0] in tree.hypernodes and domain[1] is tree.mask(domain[0], table.position, count)
+    ):
+        cache = _candidates_of.setdefault(tree, {})
+    key = (*level, "", "" if domain is None else domain[0])
+    found = cache.get(key)
+    if found is None:
+        found = []
+        for name in level:
+            mask = tree.mask(name, table.position, count)
+            if domain is not None:
+                mask = mask & domain[1]
+            if mask.any():
+                found.append((name, mask))
+        cache[key] = found
+    return found
 
 
 def _place_group(
@@ -118,7 +144,7 @@ def _place_group(
     for task in pending:  # what the search leaves must not depend on which trials it made
         task.last_status, task.last_node = None, ""
     for level in gradients(topology, tree, anchor) if possible else ():
-        where = [w for w in (_within(ssn, name, domain) for name in level) if w[1].any()]
+        where = _candidates(ssn, tree, level, domain)
         if not where:
             continue
         trials = _GroupTrials(ssn, queue, job, group, pending, where)
