@@ -826,7 +826,17 @@ async def test_watch_without_version_lists_first_and_drains(
 ) -> None:
     for name in ("a", "b"):
         await store.create(configmap(name, namespace))
-    stream = store.watch("v1", "ConfigMap", namespace)
+    listing = new_store_like(store)
+    sent: list[dict[str, str]] = []
+    real = listing.transport.request
+
+    async def recorded(method: str, path: str, **options: Any) -> Any:
+        if method == "GET" and path.endswith("/configmaps"):
+            sent.append(dict(options.get("params") or {}))
+        return await real(method, path, **options)
+
+    listing.transport.request = recorded  # type: ignore[method-assign]
+    stream = listing.watch("v1", "ConfigMap", namespace)
     try:
 
         async def drained() -> list[WatchEvent]:
@@ -845,8 +855,11 @@ async def test_watch_without_version_lists_first_and_drains(
         await store.create(configmap("c", namespace))
         live = await eventually(drained, what="the live ADDED event", interval=0.05)
         assert [(e.type, e.object["metadata"]["name"]) for e in live] == [("ADDED", "c")]
+        # The stream's own first list came from the watch cache: one request, no pages.
+        assert sent == [{"resourceVersion": "0"}]
     finally:
         await stream.aclose()
+        await listing.close()
     assert await anext(stream, None) is None  # a closed stream ends
 
 
