@@ -143,6 +143,7 @@ def test_values_reach_the_manifests() -> None:
                 "replicas": 2,
                 "conf": conf,
                 "schedulePeriod": "500ms",
+                "earlyCycleGap": "0",
                 "defaultQueue": "research",
                 "kubeAPI": {"qps": 300, "burst": 600},
                 "resources": {"requests": {"cpu": "2"}},
@@ -175,6 +176,7 @@ def test_values_reach_the_manifests() -> None:
     assert ("--scheduler-name", "batch") in scheduler_flags
     for expected in [
         ("--schedule-period", "500ms"),
+        ("--early-cycle-gap", "0"),
         ("--default-queue", "research"),
         ("--kube-api-qps", "300"),
         ("--kube-api-burst", "600"),
@@ -316,6 +318,7 @@ def test_webhook_switch_removes_only_the_webhook() -> None:
         {"scheduler": {"replicas": -1}},
         {"schedulerNames": []},
         {"scheduler": {"schedulePeriod": "soon"}},
+        {"scheduler": {"earlyCycleGap": "early"}},
         {"image": {"pullPolicy": "Sometimes"}},
         {"webhook": {"enabledAdmission": ["/jobs/admit"]}},
         {"webhook": {"enabledAdmission": []}},
