@@ -307,11 +307,12 @@ class NodeOrderPlugin(Plugin):
             vector = table.task_vector(task)
             amount, safe, shares = self._capacity_lists
             rows = positions.tolist()
+            used = table.used  # a row slice each: cheaper than one mixed fancy index
             return np.array(
                 resource_scores_few(
                     self._weights,
                     (float(vector[0]), float(vector[1])),
-                    table.used[positions, :2].tolist(),
+                    [used[i, :2].tolist() for i in rows],
                     [[amount[0][i] for i in rows], [amount[1][i] for i in rows]],
                     [[safe[0][i] for i in rows], [safe[1][i] for i in rows]],
                     [[shares[0][i] for i in rows], [shares[1][i] for i in rows]],
