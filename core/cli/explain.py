@@ -16,10 +16,13 @@ from typing import TYPE_CHECKING
 
 import click
 
+from stromboli.core.cli.process import plain_pod_groups_option
+
 if TYPE_CHECKING:
     from rich.console import Console
 
     from stromboli.core.cluster.store import ClusterStore
+    from stromboli.core.scheduler.api.plaingroup import PlainPodGroups
     from stromboli.core.scheduler.explain import Explanation
     from stromboli.core.scheduler.explain_job import JobExplanation
     from stromboli.core.scheduler.explain_queue import QueueExplanation
@@ -219,12 +222,17 @@ async def _vcjob(store: ClusterStore, kind: str, name: str, namespace: str) -> d
 
 
 async def _from_simulation(
-    files: tuple[str, ...], conf: str | None, kind: str, name: str, namespace: str
+    files: tuple[str, ...],
+    conf: str | None,
+    kind: str,
+    name: str,
+    namespace: str,
+    plain_pod_groups: PlainPodGroups,
 ) -> State:
     from stromboli.core.simulate.engine import Simulation
     from stromboli.core.simulate.loader import load
 
-    simulation = Simulation(load(list(files)), conf)
+    simulation = Simulation(load(list(files)), conf, plain_pod_groups=plain_pod_groups)
     await simulation.run()
     await simulation.scheduler.informer.pump()
     return State(simulation.scheduler, await _vcjob(simulation.store, kind, name, namespace))
@@ -284,6 +292,7 @@ def _emit(lines: list[str], document: dict, output: str) -> None:
     help="Explain against a live cluster (default when --simulate is not given).",
 )
 @click.option("--limit", default=20, show_default=True, help="Nodes or pods to list per table.")
+@plain_pod_groups_option
 @click.option(
     "-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
@@ -295,18 +304,24 @@ def explain_command(
     kubeconfig: str | None,
     limit: int,
     output: str,
+    plain_pod_groups: str,
 ) -> None:
     """Show why TARGET waits: a pod (NAME or pod/NAME), job/NAME (a vcjob), podgroup/NAME or
-    queue/NAME."""
+    queue/NAME. ``--plain-pod-groups`` sets the simulated controller's and scheduler's mode
+    (a live cluster is read in both modes at once)."""
     import asyncio
 
+    from stromboli.core.scheduler.api.plaingroup import plain_pod_groups_mode
     from stromboli.core.scheduler.conf import ConfigError
     from stromboli.core.simulate.loader import SimulationInputError
 
     kind, name = parse_target(target)
     try:
         if files:
-            state = asyncio.run(_from_simulation(files, scheduler_conf, kind, name, namespace))
+            mode = plain_pod_groups_mode(plain_pod_groups)
+            state = asyncio.run(
+                _from_simulation(files, scheduler_conf, kind, name, namespace, mode)
+            )
         else:
             state = asyncio.run(_from_cluster(kubeconfig, scheduler_conf, kind, name, namespace))
     except (SimulationInputError, ConfigError, ValueError) as err:

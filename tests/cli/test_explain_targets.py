@@ -220,3 +220,34 @@ def test_the_why_pending_example_answers_for_each_thing_that_waits() -> None:
     assert report.exit_code == 0, report.output
     assert "Jobs that never started (2 jobs)" in report.output
     assert "gang short of room: 1/3 members fit" in report.output
+
+
+#: A plain pod (it names no PodGroup) asking for more cpu than the one node has.
+PLAIN_POD = """\
+apiVersion: v1
+kind: Node
+metadata: {name: node-a}
+status: {allocatable: {cpu: "4", memory: 16Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: huge}
+spec:
+  schedulerName: volcano
+  containers: [{name: main, image: busybox, resources: {requests: {cpu: "8"}}}]
+"""
+
+
+@pytest.mark.parametrize(("mode", "in_memory"), [("memory", True), ("object", False)])
+def test_explain_simulates_in_the_plain_pod_groups_mode_given(
+    tmp_path: Path, mode: str, in_memory: bool
+) -> None:
+    path = tmp_path / "plain.yaml"
+    path.write_text(PLAIN_POD)
+    args = ["explain", "pod/huge", "--simulate", str(path), f"--plain-pod-groups={mode}"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "Insufficient cpu" in result.output
+    # memory: the scheduler's own one-pod group; object: the PodGroup the controller made.
+    assert ("(in memory)" in result.output) is in_memory
+    assert "PodGroup default/podgroup-" in result.output
