@@ -4,7 +4,8 @@
 Where a job may go at all (tiers from the lowest, never above the tier its hard mode allows)
 is the tree's rule, ``util/hypernodes.gradients``, which allocate applies for every job with a
 ``networkTopology`` whether or not this plugin is enabled: a hard constraint cannot depend on a
-scoring switch. This plugin decides among the HyperNodes of one tier where the gang fits:
+scoring switch. This plugin decides among the HyperNodes of one tier where the gang, or one of
+its partitions (``subGroupPolicy`` with a ``networkTopology``), fits:
 
 - ``hyper_node_order``: HyperNode binpacking. With the job's trial placement counted, score =
   Σ_r w_r·used_r/allocatable_r ÷ Σ_r w_r × 100 × ``weight`` over the HyperNode's nodes (cpu,
@@ -38,6 +39,7 @@ from stromboli.core.scheduler.util.hypernodes import (
     network_topology,
     session_tree,
 )
+from stromboli.core.scheduler.util.subgroups import has_subgroup_topology
 
 WEIGHT = "weight"
 CPU_WEIGHT = "hypernode.binpack.cpu"
@@ -72,7 +74,9 @@ class NetworkTopologyPlugin(Plugin):
         self._anchors: dict[str, str | None] = {}
         #: Anchor → per node row, the tier score of the HyperNode the node shares with it.
         self._joins: dict[str, np.ndarray] = {}
-        if self.weight == 0 or not any(network_topology(j) for j in ssn.jobs.values()):
+        if self.weight == 0 or not any(
+            network_topology(j) or has_subgroup_topology(j) for j in ssn.jobs.values()
+        ):
             return  # nothing to score: keep the hot path free of this plugin
         ssn.register(ExtensionPoint.HYPER_NODE_ORDER, self.name, self.hyper_node_order)
         ssn.register(ExtensionPoint.BATCH_NODE_ORDER, self.name, self.batch_node_order)

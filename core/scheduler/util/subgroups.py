@@ -67,6 +67,19 @@ def has_subgroups(job: JobInfo) -> bool:
     return isinstance(policies, list) and bool(policies)
 
 
+def has_subgroup_topology(job: JobInfo) -> bool:
+    """Whether one of the job's ``subGroupPolicy`` entries asks for a ``networkTopology``
+    (its sub-groups are then placed HyperNode by HyperNode)."""
+    policies = (job.podgroup.get("spec") or {}).get("subGroupPolicy")
+    if not isinstance(policies, list):
+        return False
+    for policy in policies[:MAX_POLICIES]:
+        topology = policy.get("networkTopology") if isinstance(policy, Mapping) else None
+        if isinstance(topology, Mapping) and topology:
+            return True
+    return False
+
+
 def _labels(task: TaskInfo) -> Mapping[str, str]:
     return (task.pod.get("metadata") or {}).get("labels") or {}
 

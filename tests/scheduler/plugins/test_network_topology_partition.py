@@ -244,3 +244,17 @@ def test_job_hard_tier_2_with_soft_partitions_keeps_the_job_in_one_spine() -> No
     assert {int(n[1:]) // 4 for n in placed.values()} == {1}  # spine s5: s4 has 2 nodes free
     parts = by_partition(placed, 2)
     assert all(len({RACK[n] for n in nodes}) == 1 for nodes in parts.values())  # lowest tier
+
+
+def test_partitions_of_a_job_without_its_own_topology_fill_the_fullest_rack_first() -> None:
+    # Rack s2 holds a 1-cpu pod: HyperNode binpacking puts the 2-pod partition there, not in
+    # s0 (the first by name), though no job of the session has a job-level networkTopology.
+    objects = [
+        *topology_tree(),
+        *running("busy", "n4", cpu="1"),
+        *partitioned("j", 1, 2, cpu="1"),
+    ]
+    _, placed = allocate(objects)
+    assert {RACK[n] for n in placed.values()} == {"s2"} and len(placed) == 2
+    _, unscored = allocate(objects, PLAIN_CONF)
+    assert {RACK[n] for n in unscored.values()} == {"s0"}
