@@ -41,6 +41,20 @@ class Series:
         self.seen.add(labels)
         return child
 
+    def child(self, *labels: str) -> Any:
+        """The child for a label set, without marking it seen: for a caller that removes
+        what is gone itself (``remove``) instead of sweeping every cycle."""
+        child = self.children.get(labels)
+        if child is None:
+            child = self.children[labels] = self.metric.labels(*labels)
+        return child
+
+    def remove(self, *labels: str) -> None:
+        """Remove one label set's child, if there is one."""
+        if self.children.pop(labels, None) is not None:
+            self.metric.remove(*labels)
+        self.seen.discard(labels)
+
     def sweep(self, keep: Callable[[tuple[str, ...]], bool] | None = None) -> None:
         for labels in [ls for ls in self.children if ls not in self.seen]:
             if keep is not None and keep(labels):

@@ -8,19 +8,17 @@ pod then costs what it costs under kube-scheduler: its binding and its event.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable
 
 from stromboli.core.scheduler.api.job import JobInfo
 from stromboli.core.scheduler.cache import SchedulerCache
 from stromboli.core.scheduler.status import StatusChanges
 
 
-def keep_in_memory(
-    changes: StatusChanges, jobs: Mapping[str, JobInfo], cache: SchedulerCache
-) -> None:
+def keep_in_memory(changes: StatusChanges, jobs: Iterable[JobInfo], cache: SchedulerCache) -> None:
     """Move the PodGroup status and annotations of in-memory groups from ``changes`` into
-    ``cache``, and drop the events whose object is one of them."""
-    memory = {(job.namespace, job.name): job.uid for job in jobs.values() if job.in_memory}
+    ``cache``, and drop the events whose object is one of them (``jobs``: those closed)."""
+    memory = {(job.namespace, job.name): job.uid for job in jobs if job.in_memory}
     if not memory:
         return
     for key, job_id in memory.items():

@@ -21,8 +21,9 @@ from stromboli.core.clock import parse_time
 from stromboli.core.promtypes import CountedHistogram, ExactCounter, Series, exponential
 from stromboli.core.scheduler.api.resource import CPU, MEMORY, PODS, Resource
 from stromboli.core.scheduler.api.status import TaskStatus
+from stromboli.core.scheduler.framework.closing import close_set
+from stromboli.core.scheduler.jobmetrics import JobSeries
 from stromboli.core.scheduler.pending import PendingCounter
-from stromboli.core.scheduler.util.share import dominant_share
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -327,6 +328,17 @@ class SchedulerMetrics:
                 registry=r,
             )
         )
+        self.job_series = JobSeries(
+            start=self.job_start,
+            duration=self.job_duration,
+            last=self.job_last,
+            share=self.job_share,
+            retries=self.job_retries,
+            namespace_share=self.namespace_share,
+            namespace_weight=self.namespace_weight,
+            namespace_weighted_share=self.namespace_weighted_share,
+            epoch=_epoch,
+        )
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -366,7 +378,7 @@ class SchedulerMetrics:
         self._observe_jobs(ssn)
         self._observe_evictions(ssn)
         self._observe_queues(ssn)
-        counts = PendingCounter(ssn).count()
+        counts = PendingCounter(ssn).count(close_set(ssn.jobs, ssn.closing).jobs)
         for (queue, reason), count in counts.items():
             self.pending.get(queue, reason).set(count)
         self.pending.sweep()
@@ -421,48 +433,25 @@ class SchedulerMetrics:
             self.job_last.get(*labels).set(now)
 
     def _observe_jobs(self, ssn: Session) -> None:
-        alive: set[tuple[str, str, str]] = set()
+        """Jobs the cycle could not schedule (all among the jobs its close looked at: such a
+        job is never settled), and the per-job gauges (``jobmetrics``)."""
+        close = close_set(ssn.jobs, ssn.closing)
         unscheduled: dict[str, int] = {}
         unschedulable_jobs = unschedulable_attempts = 0
-        drf = "drf" in ssn.plugins
-        total = ssn.total_resource
-        namespaces: dict[str, Resource] = {}
-        for job in ssn.jobs.values():
-            labels = (job.name, job.queue, job.namespace)
-            alive.add(labels)
-            if job.creation:
-                self.job_start.get(*labels).set(_epoch(job.creation))
+        for job in close.jobs:
             if _unschedulable(ssn, job):
                 unschedulable_jobs += 1
                 pending = job.count(TaskStatus.PENDING)
                 unscheduled[job.name] = unscheduled.get(job.name, 0) + pending
                 unschedulable_attempts += len(job.fit_errors)
-                self.job_retries.get(job.name).inc()
-            if drf:
-                self.job_share.get(job.namespace, job.name).set(
-                    dominant_share(job.allocated, total)
-                )
-                namespaces.setdefault(job.namespace, Resource()).add(job.allocated)
+                self.job_retries.child(job.name).inc()
         if unschedulable_attempts:
             self.attempts.labels("unschedulable").inc(unschedulable_attempts)
         for name, count in unscheduled.items():
             self.unschedule_tasks.get(name).set(count)
         self.unschedule_tasks.sweep()
         self.unschedule_jobs.set(unschedulable_jobs)
-        names = {labels[0] for labels in alive}
-        self.job_retries.sweep(keep=lambda ls: ls[0] in names)
-        self.job_start.sweep()
-        for series in (self.job_duration, self.job_last):
-            series.sweep(keep=alive.__contains__)
-        self.job_share.sweep()
-        for namespace, allocated in namespaces.items():
-            # Namespace weights come from quota annotations in Volcano; without one it is 1.
-            share = dominant_share(allocated, total)
-            self.namespace_share.get(namespace).set(share)
-            self.namespace_weight.get(namespace).set(1)
-            self.namespace_weighted_share.get(namespace).set(share)
-        for series in (self.namespace_share, self.namespace_weight, self.namespace_weighted_share):
-            series.sweep()
+        self.job_series.observe(ssn, close)
 
     def _observe_evictions(self, ssn: Session) -> None:
         figures = ssn.eviction_figures

@@ -8,6 +8,7 @@ the full messages stay on the pods' ``PodScheduled`` conditions.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.queue import QueueInfo
@@ -82,9 +83,10 @@ class PendingCounter:
         self._messages: dict[str, str] = {}
         self._overused: dict[str, bool] = {}
 
-    def count(self) -> Counter[tuple[str, str]]:
+    def count(self, jobs: Iterable[JobInfo] | None = None) -> Counter[tuple[str, str]]:
+        """Waiting pods by (queue, reason) among ``jobs`` (default: the session's)."""
         counts: Counter[tuple[str, str]] = Counter()
-        for job in self.ssn.jobs.values():
+        for job in self.ssn.jobs.values() if jobs is None else jobs:
             for task in job.tasks_with(_WAITING):
                 counts[(job.queue, self.reason(job, task))] += 1
         return counts

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from stromboli.core.api import constants as k
 from stromboli.core.scheduler.api.job import TaskInfo
 from stromboli.core.scheduler.cache import SchedulerCache
+from stromboli.core.scheduler.framework.closing import close_set
 from stromboli.core.scheduler.framework.session import Session
 
 _POD = ("v1", "Pod")
@@ -104,7 +105,9 @@ def refresh_stored(ssn: Session, cache: SchedulerCache) -> None:
         latest = cache.queues.get(name)
         if latest is not None and newer(latest.queue, info.queue):
             ssn.queues[name] = latest
-    for job in ssn.jobs.values():
+    # Only the jobs the session closes: one whose group the cache has newer is among them
+    # (the cache noted the change; see settled.py).
+    for job in close_set(ssn.jobs, ssn.closing).jobs:
         entry = cache.jobs.get(job.uid)
         current = entry.podgroup if entry is not None and not entry.in_memory else None
         if current is not None and newer(current, job.podgroup):

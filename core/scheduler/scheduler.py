@@ -27,11 +27,13 @@ from stromboli.core.scheduler.arrivals import Arrivals
 from stromboli.core.scheduler.cache import WATCHED_KINDS, SchedulerCache
 from stromboli.core.scheduler.conf import ConfigSource
 from stromboli.core.scheduler.deviceconfig import DeviceConfigSource
+from stromboli.core.scheduler.framework.closing import close_set
 from stromboli.core.scheduler.framework.outcome import EvictionRecord
 from stromboli.core.scheduler.framework.plugin import ACTIONS, Action
 from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.memorygroups import keep_in_memory
 from stromboli.core.scheduler.pipeline import refresh_stored, release, remember_written, reserve
+from stromboli.core.scheduler.settled import SettledJobs
 from stromboli.core.scheduler.status import collect
 from stromboli.core.scheduler.writer import StatusWriter, WriteReport
 
@@ -80,6 +82,8 @@ class Decided:
     started: float
     #: Its bindings are held in the cache already (``Scheduler.reserve``).
     reserved: bool = False
+    #: The cache's job change mark taken before its snapshot (``settled.py``).
+    mark: int | None = None
 
     @property
     def evicts(self) -> bool:
@@ -166,6 +170,7 @@ class Scheduler:
         bind_concurrency: int = 16,
         plain_pod_groups: PlainPodGroups = OBJECT,
         recorder: EventRecorder | None = None,
+        settled_close: bool = True,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -185,6 +190,8 @@ class Scheduler:
         self.last_session: Session | None = None
         #: The latest evictions carried out (bounded), for the simulator's report.
         self.recent_evictions: deque[EvictionRecord] = deque(maxlen=RECENT_EVICTIONS)
+        #: Which jobs each close looks at (``settled_close=False``: every job, every cycle).
+        self.settled = SettledJobs(settled_close)
 
     async def start(self) -> None:
         for name in (k.ROOT_QUEUE, self.default_queue):
@@ -248,6 +255,7 @@ class Scheduler:
         stats.intake_seconds = decisions_started - started
         config = self.config.current()
         self.arrivals.clear()  # what arrives from here on is the next cycle's
+        mark = self.cache.job_changes.mark()
         snapshot = self.cache.snapshot()
         snapshot.device_configs = await self.device_configs.refresh(config)
         now = self.clock.now()
@@ -259,7 +267,7 @@ class Scheduler:
             action_started = time.perf_counter()
             self.action(name).execute(ssn)
             stats.action_seconds[name] = time.perf_counter() - action_started
-        return Decided(stats, ssn, now, started)
+        return Decided(stats, ssn, now, started, mark=mark)
 
     def reserve(self, cycle: Decided) -> None:
         """Hold the cycle's bindings in the cache now, so that the next cycle may decide
@@ -296,13 +304,15 @@ class Scheduler:
         # open): the plugins' closing hooks write the conditions and shares collected below,
         # and count a bound task as they count an allocated one.
         close_started = time.perf_counter()
+        ssn.closing = self.settled.close_set(ssn, self.cache.job_changes)
         ssn.close()
         close_seconds = time.perf_counter() - close_started
         if cycle.reserved:  # the previous cycle's writes may have landed since the snapshot
             refresh_stored(ssn, self.cache)
-        changes = collect(ssn, format_time(now))
-        keep_in_memory(changes, ssn.jobs, self.cache)
+        changes = collect(ssn, format_time(now), self.settled.queue_totals)
+        keep_in_memory(changes, close_set(ssn.jobs, ssn.closing).jobs, self.cache)
         remember_written(self.cache, await self.writer.write(changes))
+        self.settled.settle(ssn.closing, changes, cycle.mark, self.cache.job_changes)
         for job, error in ssn.outcome.set_aside:
             if job.in_memory:  # no PodGroup object to warn on: its pods carry the warning
                 for task in job.tasks.values():

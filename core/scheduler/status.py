@@ -5,12 +5,14 @@ unbound)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from stromboli.core.api.constants import PODGROUP_READY_DETAIL, PodGroupConditionType
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
 from stromboli.core.scheduler.api.resource import CPU, MEMORY, PODS, Resource
 from stromboli.core.scheduler.api.status import ALLOCATED_STATUS, TaskStatus
+from stromboli.core.scheduler.framework.closing import close_set
 from stromboli.core.scheduler.framework.conditions import (
     GANG_OBJECTIONS,
     PodGroupConditionUpdate,
@@ -20,6 +22,7 @@ from stromboli.core.scheduler.framework.conditions import (
     podgroup_phase,
 )
 from stromboli.core.scheduler.framework.session import Session
+from stromboli.core.scheduler.queueheld import HeldByQueue
 
 #: Phases in which Volcano posts the gang's ``Unschedulable`` event on the PodGroup each session.
 _UNREADY_PHASES = ("Pending", "Inqueue", "Unknown")
@@ -60,6 +63,8 @@ class StatusChanges:
     #: Queue name → new ``status.allocated`` ResourceList, only where it changed.
     queues: dict[str, dict[str, str]] = field(default_factory=dict)
     events: list[EventRecord] = field(default_factory=list)
+    #: Ids of the jobs closed that are not settled (``settled.py`` looks at them again).
+    unsettled: set[str] = field(default_factory=set)
 
 
 def object_ref(obj: dict) -> dict:
@@ -160,60 +165,107 @@ def _pod_condition_unchanged(pod: dict, reason: str, message: str, nominated: st
     return False
 
 
-def collect(ssn: Session, now: str) -> StatusChanges:
+def collect(ssn: Session, now: str, held: HeldByQueue | None = None) -> StatusChanges:
+    """What the closed session ``ssn`` changes. Only the jobs it closes are looked at (all of
+    them without a ``CloseSet``, see ``framework/closing.py``); ``held`` keeps what each
+    queue's jobs hold from cycle to cycle, so queue totals need no walk over settled jobs."""
+    close = close_set(ssn.jobs, ssn.closing)
     changes = StatusChanges()
     allocated: dict[str, Resource] = {}
     plugin_events: dict[str, list[tuple[str, str, str]]] = {}
     for uid, kind, reason, message in ssn.job_events:
         plugin_events.setdefault(uid, []).append((kind, reason, message))
-    for job in ssn.jobs.values():
-        queue_total = allocated.setdefault(job.queue, Resource())
-        held = job.tasks_with(ALLOCATED_STATUS)
-        for task in held:
-            queue_total.add(task.resreq)
-        if held:  # Volcano's task request counts the pod itself (``pods: 1``)
-            queue_total.amounts[PODS] = queue_total.get(PODS) + len(held)
-        for kind, reason, message in plugin_events.get(job.uid, ()):
-            changes.events.append(EventRecord(object_ref(job.podgroup), kind, reason, message))
-        status = podgroup_status(ssn, job, now)
-        key = (job.namespace, job.name)
-        if status is not None:
-            changes.podgroups[key] = status
-            changes.podgroup_objects[key] = job.podgroup
-        notes = ssn.outcome.podgroup_annotations.get(job.uid)
-        if notes:
-            changes.podgroup_annotations[key] = notes
-            changes.podgroup_objects[key] = job.podgroup
-        phase = status["phase"] if status is not None else job.phase
-        waiting = job.tasks_with(TaskStatus.ALLOCATED | TaskStatus.PENDING | TaskStatus.PIPELINED)
-        fit_error = job_fit_error(job) if waiting or phase in _UNREADY_PHASES else ""
-        ref = object_ref(job.podgroup)
-        if phase in _UNREADY_PHASES:
-            # Volcano's RecordJobStatusEvent: every session, for every group short of running
-            # (one whose pods do not exist yet included), counting its pending pods.
-            pending = job.count(TaskStatus.PENDING)
-            message = f"{pending}/{len(job.tasks)} tasks in gang unschedulable: {fit_error}"
-            changes.events.append(EventRecord(ref, "Warning", "Unschedulable", message))
-        elif status is not None:
-            changes.events.append(EventRecord(ref, "Normal", "Scheduled", PODGROUP_READY_DETAIL))
-        objection = _own_objection(job)
-        base = f"{fit_error}; {objection[1]}" if objection is not None else fit_error
-        # Every pod left unbound says why, whatever its group's phase, as Volcano's scheduler
-        # marks each pending pod it could not place.
-        for task in waiting:
-            if task.gated:
-                # The API server gives a gated pod its own condition (SchedulingGated): leave it.
-                continue
-            reason, message = _task_reason(job, task, base)
-            if _pod_condition_unchanged(task.pod, reason, message, task.nominated_node):
-                continue
-            changes.pod_conditions.append(
-                PodCondition(
-                    task.namespace, task.name, reason, message, task.nominated_node, task.pod
-                )
-            )
+    incremental = held is not None and not close.full
+    if held is not None and close.full:
+        held.rebuild(close.jobs)
+    for job in close.jobs:
+        if held is not None and incremental:
+            held.update(job)
+        else:
+            _add_held(allocated, job)
+        if _close_job(ssn, job, now, plugin_events.get(job.uid, ()), changes):
+            changes.unsettled.add(job.uid)
+    if held is not None and incremental:
+        for uid in close.gone:
+            held.remove(uid)
+        totals = held.totals()
+        if totals is None:
+            for job in ssn.jobs.values():  # a fraction somewhere: sum every job, as before
+                _add_held(allocated, job)
+        else:
+            allocated = totals
     _queue_allocated(ssn, allocated, changes)
     return changes
+
+
+def _add_held(allocated: dict[str, Resource], job: JobInfo) -> None:
+    queue_total = allocated.setdefault(job.queue, Resource())
+    held = job.tasks_with(ALLOCATED_STATUS)
+    for task in held:
+        queue_total.add(task.resreq)
+    if held:  # Volcano's task request counts the pod itself (``pods: 1``)
+        queue_total.amounts[PODS] = queue_total.get(PODS) + len(held)
+
+
+def _close_job(
+    ssn: Session,
+    job: JobInfo,
+    now: str,
+    plugin_events: Iterable[tuple[str, str, str]],
+    changes: StatusChanges,
+) -> bool:
+    """Add what ``job`` changes to ``changes``; False when the job is settled: nothing to
+    write or report, no pod waiting, nothing a later cycle would say differently while the
+    job stays as it is (see ``settled.py``)."""
+    unsettled = False
+    for kind, reason, message in plugin_events:
+        changes.events.append(EventRecord(object_ref(job.podgroup), kind, reason, message))
+        unsettled = True
+    status = podgroup_status(ssn, job, now)
+    key = (job.namespace, job.name)
+    if status is not None:
+        changes.podgroups[key] = status
+        changes.podgroup_objects[key] = job.podgroup
+        unsettled = True
+    notes = ssn.outcome.podgroup_annotations.get(job.uid)
+    if notes:
+        changes.podgroup_annotations[key] = notes
+        changes.podgroup_objects[key] = job.podgroup
+        unsettled = True
+    phase = status["phase"] if status is not None else job.phase
+    waiting = job.tasks_with(TaskStatus.ALLOCATED | TaskStatus.PENDING | TaskStatus.PIPELINED)
+    unready = phase in _UNREADY_PHASES
+    fit_error = job_fit_error(job) if waiting or unready else ""
+    if unready:
+        # Volcano's RecordJobStatusEvent: every session, for every group short of running
+        # (one whose pods do not exist yet included), counting its pending pods.
+        pending = job.count(TaskStatus.PENDING)
+        message = f"{pending}/{len(job.tasks)} tasks in gang unschedulable: {fit_error}"
+        changes.events.append(
+            EventRecord(object_ref(job.podgroup), "Warning", "Unschedulable", message)
+        )
+        unsettled = True
+    elif status is not None:
+        changes.events.append(
+            EventRecord(object_ref(job.podgroup), "Normal", "Scheduled", PODGROUP_READY_DETAIL)
+        )
+    if waiting or job.fit_errors or job.job_fit_error or job.uid in ssn.unschedulable_events:
+        unsettled = True  # tried (or to be tried) again next cycle, counted by the metrics
+    objection = _own_objection(job)
+    base = f"{fit_error}; {objection[1]}" if objection is not None else fit_error
+    # Every pod left unbound says why, whatever its group's phase, as Volcano's scheduler
+    # marks each pending pod it could not place.
+    for task in waiting:
+        if task.gated:
+            # The API server gives a gated pod its own condition (SchedulingGated): leave it.
+            continue
+        reason, message = _task_reason(job, task, base)
+        if _pod_condition_unchanged(task.pod, reason, message, task.nominated_node):
+            continue
+        changes.pod_conditions.append(
+            PodCondition(task.namespace, task.name, reason, message, task.nominated_node, task.pod)
+        )
+    return unsettled
 
 
 def _queue_allocated(ssn: Session, allocated: dict[str, Resource], changes: StatusChanges) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from stromboli.core.api.constants import PodGroupConditionReason, PodGroupConditionType
 from stromboli.core.scheduler.api.job import JobInfo, TaskInfo
+from stromboli.core.scheduler.framework.closing import close_set
 from stromboli.core.scheduler.framework.conditions import (
     GANG_OBJECTIONS,
     PodGroupConditionUpdate,
@@ -120,8 +121,10 @@ class GangPlugin(Plugin):
         """Each job with pods gets ``Scheduled`` or ``Unschedulable``; a job whose pods do not
         exist yet (a vcjob's group before the controller creates them) gets nothing and stays
         as it is, as in Volcano. Gang's own ``jobValid`` objections are judged here like any
-        other shortfall; another plugin's objection is written by the status writer."""
-        for job in ssn.jobs.values():
+        other shortfall; another plugin's objection is written by the status writer. Only
+        the jobs the session closes are looked at: a settled job would get the condition it
+        has (see ``framework/closing.py``)."""
+        for job in close_set(ssn.jobs, ssn.closing).jobs:
             if not job.tasks:
                 continue
             if job.invalid is not None and job.invalid[0] not in GANG_OBJECTIONS:
