@@ -51,6 +51,9 @@ from stromboli.core.scheduler.framework.session import Session
 from stromboli.core.scheduler.scheduler import builtin_queue
 from stromboli.core.scheduler.util import placement
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fgd_reference import replay_reference
+
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "openb"
 NODE_FILE = "openb_node_list_gpu_node.csv"
 EXPECTED_FILE = "fgd_expected_allocation.csv"
@@ -82,6 +85,12 @@ POLICIES = {
     arguments: {{{_VGPU}}}
   - name: fragmentation
 """,
+    "ours-exact": _BASE
+    + f"""  - name: deviceshare
+    arguments: {{{_VGPU}}}
+  - name: fragmentation
+    arguments: {{fragmentation.resolution: 0}}
+""",
     "ours-demand": _BASE
     + f"""  - name: deviceshare
     arguments: {{{_VGPU}}}
@@ -102,6 +111,8 @@ POLICIES = {
   - name: binpack
 """,
 }
+#: The reference FGD placer outside the scheduler (``fgd_reference.py``), by its scoring.
+REFERENCES = {"fgd-reference": "int/fit", "fgd-reference-exact": "exact/fit"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,7 +399,12 @@ def run_seeds(
     for seed in seeds:
         sequence = arrivals(pods, capacity, seed, tune, shuffle=shuffle)
         for policy in policies:
-            result = replay(nodes, sequence, POLICIES[policy])
+            if policy in REFERENCES:
+                began, cpu = time.perf_counter(), time.process_time()
+                placed = replay_reference(nodes, pods, sequence, REFERENCES[policy], seed)
+                result = Replay(placed, time.perf_counter() - began, 0.0, time.process_time() - cpu)
+            else:
+                result = replay(nodes, sequence, POLICIES[policy])
             out[policy].curves.append(curve(sequence, result.placed, capacity, POINTS))
             out[policy].replays.append(result)
     return out
@@ -408,7 +424,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traces", type=Path, default=TRACES)
     parser.add_argument("--trace", action="append", choices=sorted(WORKLOADS))
-    parser.add_argument("--policy", action="append", choices=sorted(POLICIES))
+    parser.add_argument("--policy", action="append", choices=sorted([*POLICIES, *REFERENCES]))
     parser.add_argument("--seed", type=int, default=42, help="the first seed")
     parser.add_argument(
         "--seeds", type=int, default=1, help="how many seeds from --seed (the paper: 10 from 42)"

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
@@ -139,3 +141,45 @@ def test_the_paper_value_of_each_seed_is_read_back(tmp_path: Path) -> None:
     path.write_text("\n".join(rows) + "\n")
     assert bench.paper_seeds(path, "openb_pod_list_default") == [95.1, 95.6]
     assert bench.paper_seeds(path, "openb_pod_list_default", "BestFit", 0) == [1.0]
+
+
+def test_the_reference_fgd_keeps_the_pairs_and_agrees_with_the_policy(tmp_path: Path) -> None:
+    """On the crafted trace the reference placer, under each scoring, places every GPU like
+    the policy, and the benchmark runs it as a policy of its own."""
+    import fgd_reference
+
+    write_trace(tmp_path, CRAFTED_NODES, CRAFTED_PODS)
+    nodes = bench.read_nodes(tmp_path / bench.NODE_FILE)
+    pods = bench.read_pods(tmp_path / "openb_pod_list_default.csv")
+    for scores in ("int/fit", "exact/fit", "q80/fit"):
+        placed = fgd_reference.replay_reference(nodes, pods, pods, scores)
+        assert sum(p.gpu_demand for p, ok in zip(pods, placed, strict=True) if ok) == 9.0
+    runs = bench.run_seeds(nodes, pods, ["fgd-reference", "ours"], [42], 1.0)
+    assert runs["fgd-reference"].at(100) == runs["ours"].at(100)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.sampled_from([1, 2, 4, 8]), min_size=1, max_size=4),
+    st.lists(
+        st.tuples(st.sampled_from([0, 1, 2, 4]), st.integers(1, 1000), st.integers(0, 40000)),
+        min_size=1,
+        max_size=30,
+    ),
+    st.sampled_from(["int/random", "int/fit", "exact/fit", "q80/first"]),
+)
+def test_the_reference_never_gives_a_card_or_a_node_past_its_capacity(
+    gpus: list[int], asks: list[tuple[int, int, int]], scores: str
+) -> None:
+    import fgd_reference
+
+    nodes = [bench.TraceNode(f"n{i}", 32000, 65536, g, "T4") for i, g in enumerate(gpus)]
+    pods = [
+        bench.TracePod(f"p{i}", cpu, 1024, n, milli if n == 1 else 1000)
+        for i, (n, milli, cpu) in enumerate(asks)
+    ]
+    fgd = fgd_reference.ReferenceFGD(nodes, fgd_reference.target_workload(pods), scores, 1)
+    for p in pods:
+        fgd.place(p.cpu_milli, p.memory_mib, p.num_gpu, p.gpu_milli, p.gpu_spec)
+    assert (fgd.left >= 0).all() and (fgd.cpu >= 0).all() and (fgd.mem >= 0).all()
+    assert (fgd.left <= fgd_reference.FULL).all()

@@ -332,3 +332,89 @@ def test_a_node_registering_the_most_cards_is_scored_like_any_other() -> None:
     first = vgpu.decode(placed["first"][k.VGPU_IDS_NEW_KEY])[0][0].uuid
     second = vgpu.decode(placed["second"][k.VGPU_IDS_NEW_KEY])[0][0].uuid
     assert second == first  # 40% fills the card the 60% pod started
+
+
+def test_the_resolution_defaults_to_80_milli_and_refuses_what_is_not_a_share_of_a_card() -> None:
+    objects = [gpu_node("n1", 1), *gpu_pod("p", 1, 50, 0)]
+    share = {"name": "deviceshare", "arguments": {"deviceshare.VGPUEnable": True}}
+    got = []
+    for arguments in ({}, {"fragmentation.resolution": 0}, {"fragmentation.resolution": 2000}):
+        config = conf(
+            "allocate", ["gang"], [share, {"name": "fragmentation", "arguments": arguments}]
+        )
+        got.append(make_session(objects, config).plugins["fragmentation"].resolution)
+    assert got == [80.0, 0.0, 80.0]
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 4), st.integers(2, 64)), min_size=2, max_size=5),
+    st.lists(st.tuples(st.sampled_from([1, 2]), st.integers(5, 100)), min_size=1, max_size=10),
+    st.sampled_from([0, 40, 80, 300]),
+)
+def test_the_best_node_adds_the_fewest_steps_and_then_leaves_the_least_free(
+    nodes: list[tuple[int, int]], asks: list[tuple[int, int]], resolution: int
+) -> None:
+    """After a random history, the top-scored node for a pod is one whose added fragment
+    counts the fewest whole steps of the resolution (exactly the least at 0) and, of those,
+    the one with the least free GPU."""
+    objects = []
+    for i, (cards, cpu) in enumerate(nodes):
+        obj = gpu_node(f"n{i}", cards)
+        obj["status"]["allocatable"]["cpu"] = obj["status"]["capacity"]["cpu"] = str(cpu)
+        objects.append(obj)
+    for i, (number, percent) in enumerate(asks):
+        objects += gpu_pod(f"p{i}", number, percent, i)
+    config = conf(
+        "allocate",
+        ["priority", "gang"],
+        [
+            {"name": "deviceshare", "arguments": {"deviceshare.VGPUEnable": True}},
+            {"name": "fragmentation", "arguments": {"fragmentation.resolution": resolution}},
+        ],
+    )
+    ssn = make_session(objects, config)
+    AllocateAction().execute(ssn)
+    plugin = ssn.plugins["fragmentation"]
+    task = next(t for job in ssn.jobs.values() for t in job.tasks.values() if t.name == "p0")
+    positions = np.arange(len(nodes))
+    scores = plugin.node_order(task, positions)
+    added = plugin.added(task, positions)
+    if not np.isfinite(added).any():
+        return
+    steps = np.ceil(added / resolution) if resolution else added
+    best = int(np.argmax(scores))
+    assert steps[best] == steps[np.isfinite(steps)].min()
+    alike = np.flatnonzero(steps == steps[best])
+    free = plugin.free[positions].sum(axis=1)
+    assert free[best] == free[alike].min()
+
+
+def test_a_difference_under_one_step_goes_to_the_fuller_node() -> None:
+    """After the history below, another 5% pod would lower n1's fragment by 50 milli and
+    leave n0's as it is: ranked exactly, n1 wins; in steps of 80 both count as alike and n0,
+    with less free GPU (950 against 1800 milli), wins."""
+    best = {}
+    for resolution in (0, 80):
+        objects = []
+        for i, (cards, cpu) in enumerate([(1, "3"), (2, "2")]):
+            obj = gpu_node(f"n{i}", cards)
+            obj["status"]["allocatable"]["cpu"] = obj["status"]["capacity"]["cpu"] = cpu
+            objects.append(obj)
+        for i, number in enumerate([1, 2, 2]):
+            objects += gpu_pod(f"p{i}", number, 5, i)
+        config = conf(
+            "allocate",
+            ["priority", "gang"],
+            [
+                {"name": "deviceshare", "arguments": {"deviceshare.VGPUEnable": True}},
+                {"name": "fragmentation", "arguments": {"fragmentation.resolution": resolution}},
+            ],
+        )
+        ssn = make_session(objects, config)
+        AllocateAction().execute(ssn)
+        plugin = ssn.plugins["fragmentation"]
+        task = next(t for job in ssn.jobs.values() for t in job.tasks.values() if t.name == "p0")
+        assert plugin.added(task, np.arange(2)).tolist() == [0.0, -50.0]
+        best[resolution] = int(np.argmax(plugin.node_order(task, np.arange(2))))
+    assert best == {0: 1, 80: 0}
