@@ -21,6 +21,7 @@ from stromboli.core.api import constants as k
 from stromboli.core.api.constants import JobPhase
 from stromboli.core.api.keys import Key
 from stromboli.core.clock import parse_time
+from stromboli.core.controller.job.lanes import RequestLanes
 from stromboli.core.controller.job.plugins import JobPlugin
 from stromboli.core.controller.job.policies import Request
 from stromboli.core.controller.job.queue import QueueStates, newer
@@ -96,6 +97,8 @@ class JobState(Reconciler[Request]):
     _serial: int
     _attempts: dict[Request, int]
     _ttl_timers: dict[str, Timer]
+    #: Requests waiting, by job, in the lanes of new and synced jobs.
+    _lanes: RequestLanes
 
     async def _event(self, job: Mapping[str, Any], kind: str, reason: str, message: str) -> None:
         await self.recorder.record(job_ref(job), kind, str(reason), message)

@@ -46,6 +46,7 @@ from stromboli.core.controller.job.base import (
     PodMutator,
     SyncFailure,
 )
+from stromboli.core.controller.job.lanes import RequestLanes
 from stromboli.core.controller.job.plugins import JOB_PLUGINS, JobPlugin
 from stromboli.core.controller.job.policies import (
     INTERNAL_ACTIONS,
@@ -63,6 +64,10 @@ from stromboli.core.controller.metrics import ControllerMetrics
 from stromboli.core.events import EventRecorder
 
 log = logging.getLogger(__name__)
+#: Jobs synced at once: their writes overlap while the API server answers.
+CONCURRENCY = 32
+#: Jobs a live pass takes at most before Commands, queue requests and timers are looked at.
+PASS_LIMIT = 256
 
 
 class JobController(JobSync):
@@ -109,6 +114,11 @@ class JobController(JobSync):
         self._ttl_timers = {}
         self._deleted = set()
         self._updated_generation = {}
+        self._lanes = RequestLanes()
+        #: Jobs processed at once, and (live) at most per pass; see :meth:`_process`.
+        self.concurrency = CONCURRENCY
+        self.pass_limit = PASS_LIMIT
+        self.live = False
 
     # --- driving: the hooks of Reconciler ----------------------------------------------------
 
@@ -135,7 +145,16 @@ class JobController(JobSync):
 
     def _has_work(self) -> bool:
         """Requests, Commands or queue requests wait."""
-        return bool(self._dirty or self._commands or self.queues.requests)
+        return bool(self._lanes or self._commands or self.queues.requests)
+
+    def _mark(self, key: Request) -> None:
+        self._lanes.add(key)
+        if self._wake is not None:
+            self._wake.set()
+
+    async def run(self) -> None:
+        self.live = True
+        await super().run()
 
     @property
     def write_count(self) -> int:
@@ -173,10 +192,34 @@ class JobController(JobSync):
         for command in commands:
             await self._consume_command(command)
         await self.queues.process()
-        batch = list(self._dirty)
-        self._dirty.clear()
-        syncs: dict[JobKey, Request] = {}
-        for request in batch:
+        # Stepped (the simulator), a pass takes the jobs queued now, as one round; live, at
+        # most ``pass_limit``, taking new requests as they come, so that Commands, queue
+        # requests and timers are looked at between passes however large the backlog.
+        budget = self.pass_limit if self.live else len(self._lanes)
+        taken = 0
+
+        async def worker() -> None:
+            nonlocal taken
+            while taken < budget:
+                item = self._lanes.take()
+                if item is None:
+                    return
+                taken += 1
+                key, requests = item
+                try:
+                    await self._process_job(requests)
+                except Exception:  # one job must not stop the others (crash-only)
+                    log.exception("job %s/%s: processing failed", *key)
+                finally:
+                    self._lanes.done(key)
+
+        await asyncio.gather(*(worker() for _ in range(self.concurrency)))
+
+    async def _process_job(self, requests: list[Request]) -> None:
+        """One job's requests in order: its syncs coalesce (one sync sees every change made
+        so far); another action first runs the sync asked for before it."""
+        pending: Request | None = None
+        for request in requests:
             self._cancel_moot_delays(request)
             job = self.jobs.get(request.job_key)
             if job is None:
@@ -197,20 +240,14 @@ class JobController(JobSync):
                 self._delay(request, resolution)
                 continue
             if resolution.action == Action.SYNC_JOB:
-                # Syncs of one job coalesce: one sync sees every change made so far.
-                syncs.setdefault(request.job_key, request)
+                pending = pending or request
                 continue
-            pending = syncs.pop(request.job_key, None)
             if pending is not None:
                 await self._run(pending, Resolution(Action.SYNC_JOB))
+                pending = None
             await self._run(request, resolution)
-        gate = asyncio.Semaphore(32)
-
-        async def one(request: Request) -> None:
-            async with gate:
-                await self._run(request, Resolution(Action.SYNC_JOB))
-
-        await asyncio.gather(*(one(r) for r in syncs.values()))
+        if pending is not None:
+            await self._run(pending, Resolution(Action.SYNC_JOB))
 
     async def _run(self, request: Request, resolution: Resolution) -> None:
         job = self.jobs.get(request.job_key)

@@ -46,6 +46,7 @@ class JobIntake(JobTimers):
                 return  # an older job of the same name
             self.jobs.pop(key, None)
             self.pods.pop(key, None)
+            self._lanes.forget(key)
             if self.metrics is not None:
                 queue = str((job.get("spec") or {}).get("queue") or k.DEFAULT_QUEUE)
                 self.metrics.forget_job(key[0], key[1], queue)
