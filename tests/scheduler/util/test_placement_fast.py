@@ -29,6 +29,7 @@ from stromboli.core.scheduler.util.placement import (
     Placement,
     _current_fit,
     _fits,
+    place,
     requested_columns,
     sample,
 )
@@ -48,6 +49,9 @@ tiers:
   - name: proportion
   - name: nodeorder
 """
+
+#: Without scorers the first node of the window wins: every search's window is checked too.
+UNSCORED = CONF.replace("  - name: nodeorder\n", "")
 
 
 @contextlib.contextmanager
@@ -187,6 +191,7 @@ def checked_place(searches: list[str]) -> Iterator[None]:
     ),
     cordoned=st.integers(min_value=0, max_value=3),
     log=st.sampled_from([7, 1 << 16]),
+    scored=st.booleans(),
 )
 def test_allocate_places_every_task_as_a_search_from_scratch(
     nodes: int,
@@ -194,6 +199,7 @@ def test_allocate_places_every_task_as_a_search_from_scratch(
     jobs: list[tuple[int, int]],
     cordoned: int,
     log: int,
+    scored: bool,
 ) -> None:
     shapes = [("500m", "1Gi"), ("2", "2Gi"), ("3", "6Gi"), ("1", "12Gi")]
     objects: list[dict] = [
@@ -203,7 +209,7 @@ def test_allocate_places_every_task_as_a_search_from_scratch(
     for i, (where, phase) in enumerate(busy):
         running = pod(
             f"busy-{i}",
-            cpu="2",
+            cpu="3",  # one leaving makes room later that is not there now
             memory="4Gi",
             phase="Running",
             node_name=f"n{where % nodes:03d}",
@@ -218,7 +224,22 @@ def test_allocate_places_every_task_as_a_search_from_scratch(
         ]
     searches: list[str] = []
     with short_change_log(log):
-        ssn = make_session(objects, CONF)
+        ssn = make_session(objects, CONF if scored else UNSCORED)
         with checked_place(searches):
             AllocateAction().execute(ssn)
     assert len(searches) <= sum(size for size, _ in jobs)
+
+
+def test_a_node_with_room_now_beats_one_whose_room_is_being_released() -> None:
+    """Every node fits the task once releasing pods leave, one only fits it now: the counts
+    must not take that for a roomy cluster (its search would start at the leaving one)."""
+    objects = [
+        node("n0", cpu="4", memory="16Gi"),
+        node("n1", cpu="4", memory="16Gi"),
+        pod("leaving", cpu="3", memory="1Gi", phase="Running", node_name="n0", deleting=True),
+        podgroup("job", min_member=1),
+        pod("job-0", group="job", cpu="2", memory="1Gi"),
+    ]
+    ssn = make_session(objects, UNSCORED)
+    task = session_task(ssn, "job-0")
+    assert place(ssn, task) == Placement("n1", True)
