@@ -19,21 +19,26 @@ from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
 from stromboli.core.cluster.errors import NotFoundError
+from stromboli.core.scheduler.api.resource import Resource
 from stromboli.core.scheduler.changelog import JobChanges
 from stromboli.core.scheduler.metrics import SchedulerMetrics
+from stromboli.core.scheduler.queueheld import HeldByQueue, job_part
 from stromboli.core.scheduler.scheduler import CycleStats, Decided
 from stromboli.core.scheduler.settled import SettledJobs
+from stromboli.core.scheduler.status import _add_held
 
 from .builders import (
     BASIC_CONF,
     SCHEDULING,
     Cluster,
     conf,
+    job_info,
     node,
     pod,
     podgroup,
     priority_class,
     queue,
+    task,
 )
 
 PREEMPT_CONF = conf(
@@ -318,3 +323,49 @@ def test_change_log_answers_since_a_mark_and_gives_up_when_it_cannot() -> None:
     after = log.mark()
     log.note("c")
     assert log.since(after) == {"c"}
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    jobs=st.lists(
+        st.tuples(st.sampled_from(QUEUES), st.sampled_from(CPUS), st.integers(0, 3)),
+        max_size=12,
+    ),
+    changes=st.lists(st.tuples(st.integers(0, 11), st.integers(0, 3)), max_size=12),
+)
+def test_queue_totals_kept_from_parts_equal_a_fresh_sum(
+    jobs: list[tuple[str, str, int]], changes: list[tuple[int, int]]
+) -> None:
+    """Parts added and taken away give each queue the sum a walk over every job gives, or
+    None when an amount has a fraction (the caller then walks every job)."""
+    infos = []
+    for i, (queue_name, cpu, count) in enumerate(jobs):
+        pods = [
+            task(f"j{i}-{n}", job=f"default/j{i}", cpu=cpu, phase="Running", node_name="n0")
+            for n in range(count)
+        ]
+        info = job_info(1, pods, name=f"j{i}")
+        info.queue = queue_name
+        infos.append(info)
+    held = HeldByQueue()
+    held.rebuild(infos)
+    for index, count in changes:
+        if not infos:
+            break
+        job = infos[index % len(infos)]
+        for uid in list(job.tasks)[count:]:
+            job.remove_task(uid)
+        held.update(job)
+    fresh: dict[str, Resource] = {}
+    for job in infos:
+        _add_held(fresh, job)
+    totals = held.totals()
+    fractional = any(not v.is_integer() for r in fresh.values() for v in r.amounts.values())
+    if totals is None:
+        assert fractional or any(
+            not v.is_integer() for job in infos for v in job_part(job).values()
+        )
+        return
+    assert not fractional
+    nonempty = {q: r.amounts for q, r in fresh.items() if r.amounts}
+    assert {q: r.amounts for q, r in totals.items() if r.amounts} == nonempty
