@@ -96,11 +96,11 @@ def remember_written(cache: SchedulerCache, written: Iterable[dict]) -> None:
 
 
 def refresh_stored(ssn: Session, cache: SchedulerCache) -> None:
-    """Point each job and queue of a session at its PodGroup or Queue as the cache knows it
-    now, where that is newer than the snapshot's (a write of the previous cycle landed
-    meanwhile), so that statuses are compared with what is stored. A group the session
-    enqueued that is stored past Pending now was enqueued by that write: its phase is compared
-    as stored."""
+    """Point each job the session closes (see ``settled.py``) and each queue at its PodGroup
+    or Queue as the cache knows it now, where that is newer than the snapshot's (a write of the
+    previous cycle landed meanwhile), so that statuses are compared with what is stored. A
+    group the session enqueued that is stored past Pending now was enqueued by that write: its
+    phase is compared as stored."""
     for name, info in list(ssn.queues.items()):
         latest = cache.queues.get(name)
         if latest is not None and newer(latest.queue, info.queue):

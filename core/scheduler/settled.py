@@ -11,7 +11,8 @@ same nothing again. So a close looks at:
 * the jobs the cache changed since the snapshot of the previous close (a PodGroup or a pod
   event, a binding or eviction held, a status folded in: ``changelog.JobChanges``);
 * the jobs the session touched: bound, evicted, enqueued, given annotations or events by a
-  plugin, set aside;
+  plugin, set aside (the cache log or the waiting jobs name these already; listed again at
+  little cost, so that a later change to how bindings are held cannot lose one);
 * the jobs not settled at their last close (a gang that waits is looked at every cycle: its
   ``Unschedulable`` event is posted every session, as Volcano does);
 
