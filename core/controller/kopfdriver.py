@@ -25,7 +25,8 @@ import asyncio
 import contextlib
 import datetime
 import logging
-from collections.abc import Sequence
+import signal
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import kopf
@@ -148,11 +149,14 @@ class KopfDriver:
         informers: Sequence[Informer],
         *,
         resync_seconds: float = RESYNC_SECONDS,
+        on_signal: Callable[[], None] | None = None,
     ) -> None:
         install_deep_json()  # kopf must read what the API server stores, however deep
         self.store = store
         self.informers = list(informers)
         self.resync_seconds = resync_seconds
+        #: The process's own SIGTERM/SIGINT handler, given back once kopf has taken them.
+        self.on_signal = on_signal
         self.routes: dict[Kind, list[Informer]] = {}
         for informer in self.informers:
             self._route(informer)
@@ -317,8 +321,22 @@ class KopfDriver:
                 log.error("kopf operator stopped (%s); starting it again in %.0fs", err, delay)
                 await asyncio.sleep(delay)
 
+    async def _give_signals_back(self, ready: asyncio.Event) -> None:
+        """kopf takes SIGTERM/SIGINT over as it starts; once it is up, they go back to the
+        process. A signal that reaches kopf stops it in its own way: every task begun after it
+        (our controllers' workers among them) cancelled mid-write, and a SIGKILL scheduled;
+        stopped through its stop flag instead, after our workers, it ends quietly."""
+        await ready.wait()
+        if self.on_signal is None:
+            return
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, self.on_signal)
+
     async def _run_operator(self, registry: kopf.OperatorRegistry) -> None:
         stop_flag = asyncio.Event()
+        ready = asyncio.Event()
         operator = asyncio.create_task(
             kopf.operator(
                 registry=registry,
@@ -326,9 +344,11 @@ class KopfDriver:
                 standalone=True,
                 clusterwide=True,
                 stop_flag=stop_flag,
+                ready_flag=ready,
             ),
             name="kopf operator",
         )
+        signals = asyncio.create_task(self._give_signals_back(ready), name="kopf signals")
         resyncing = asyncio.create_task(self._resync_forever(), name="kopf driver resync")
         watching = {
             asyncio.create_task(self._watch(kind), name=f"kopf driver watch {kind[1]}")
@@ -343,6 +363,7 @@ class KopfDriver:
                 task.result()
         finally:
             stop_flag.set()
+            signals.cancel()
             resyncing.cancel()
             for watch in watching:
                 watch.cancel()
@@ -351,4 +372,4 @@ class KopfDriver:
             self._relist_due.clear()
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await asyncio.wait_for(operator, STOP_SECONDS)
-            await asyncio.gather(resyncing, *watching, return_exceptions=True)
+            await asyncio.gather(signals, resyncing, *watching, return_exceptions=True)

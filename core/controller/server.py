@@ -10,7 +10,6 @@ acts; health and controller metrics served over HTTP.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -125,7 +124,7 @@ class ControllerServer:
             informers = [
                 c.informer for c in (self.jobs, self.cronjobs, self.jobflows, self.hypernodes)
             ]
-            self.driver = KopfDriver(store, informers)
+            self.driver = KopfDriver(store, informers, on_signal=self.stop)
         self.stopping = asyncio.Event()
         self.endpoints: list[Endpoint] = []
         self.elector: LeaderElector | None = None
@@ -149,6 +148,7 @@ class ControllerServer:
             self.options.healthz_address,
         )
         workers: list[asyncio.Task] = []
+        driver: asyncio.Task | None = None
         try:
             if self.elector is not None:
                 if not await self.elector.acquire_unless(self.stopping):
@@ -159,8 +159,10 @@ class ControllerServer:
                 if self.driver is not None:
                     self.driver.attach(extension.informer)
             if self.driver is not None:
-                # kopf stops itself on SIGTERM (it takes the signal over): its end is ours.
-                workers.append(asyncio.create_task(self.driver.run()))
+                # kopf gives SIGTERM back to stop() once up; if one reaches it before, kopf
+                # stops itself, and its end is ours.
+                driver = asyncio.create_task(self.driver.run())
+                workers.append(driver)
             workers.append(asyncio.create_task(self.jobs.run()))
             workers.append(asyncio.create_task(self.cronjobs.run()))
             workers.append(asyncio.create_task(self.jobflows.run()))
@@ -172,14 +174,19 @@ class ControllerServer:
             stopping = asyncio.create_task(self.stopping.wait())
             done, _ = await asyncio.wait({stopping, *workers}, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
-                error = task.exception() if task is not stopping else None
+                error = None if task is stopping or task.cancelled() else task.exception()
                 if error is not None:
                     raise error
         finally:
-            for task in workers:
+            # Our controllers first, mid-write or not; the watches that feed them (kopf) last,
+            # so that kopf, stopping, finds none of our tasks to cancel.
+            ours = [task for task in workers if task is not driver]
+            for task in ours:
                 task.cancel()
-            with contextlib.suppress(Exception):
-                await asyncio.gather(*workers, return_exceptions=True)
+            await asyncio.gather(*ours, return_exceptions=True)
+            if driver is not None:
+                driver.cancel()  # kopf is then stopped through its stop flag
+                await asyncio.gather(driver, return_exceptions=True)
             if self.elector is not None:
                 await self.elector.release()
             for endpoint in self.endpoints:
