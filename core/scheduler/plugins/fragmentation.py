@@ -14,11 +14,13 @@ node's last cpu strands its free cards.
 
 Arguments: ``fragmentation.weight`` (default 1; 0 turns scoring off),
 ``fragmentation.maxShapes`` (default 64: the most frequent shapes kept in the mix; more is
-closer to the whole mix and slower), and ``fragmentation.mixWeight`` (``count``, the default:
+closer to the whole mix and slower), ``fragmentation.mixWeight`` (``count``, the default:
 a shape weighs by how many pods brought it, as FGD's target workload does; ``demand``: by the
 GPUs they asked for, which favours keeping whole cards and nodes for multi-GPU pods — on openb
 it allocated more where such pods are rare, default trace, and less where they bring half the
-demand, multigpu50).
+demand, multigpu50), and ``fragmentation.resolution`` (default 80, milli of a card: the
+fragment a placement adds counts in whole steps of it, so candidates less than a step apart
+mostly tie and the one with less free GPU left wins; 0 ranks every difference).
 """
 
 from __future__ import annotations
