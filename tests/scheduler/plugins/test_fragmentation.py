@@ -346,18 +346,11 @@ def test_the_resolution_defaults_to_80_milli_and_refuses_what_is_not_a_share_of_
     assert got == [80.0, 0.0, 80.0]
 
 
-@settings(max_examples=20, deadline=None)
-@given(
-    st.lists(st.tuples(st.integers(1, 4), st.integers(2, 64)), min_size=2, max_size=5),
-    st.lists(st.tuples(st.sampled_from([1, 2]), st.integers(5, 100)), min_size=1, max_size=10),
-    st.sampled_from([0, 40, 80, 300]),
-)
-def test_the_best_node_adds_the_fewest_steps_and_then_leaves_the_least_free(
+def after_history(
     nodes: list[tuple[int, int]], asks: list[tuple[int, int]], resolution: int
-) -> None:
-    """After a random history, the top-scored node for a pod is one whose added fragment
-    counts the fewest whole steps of the resolution (exactly the least at 0) and, of those,
-    the one with the least free GPU."""
+) -> tuple[Any, Any]:
+    """Nodes of (cards, cpu) and GPU pods of (cards, percent) allocated with deviceshare and
+    fragmentation at ``resolution``: the plugin and the task of the first pod."""
     objects = []
     for i, (cards, cpu) in enumerate(nodes):
         obj = gpu_node(f"n{i}", cards)
@@ -377,6 +370,22 @@ def test_the_best_node_adds_the_fewest_steps_and_then_leaves_the_least_free(
     AllocateAction().execute(ssn)
     plugin = ssn.plugins["fragmentation"]
     task = next(t for job in ssn.jobs.values() for t in job.tasks.values() if t.name == "p0")
+    return plugin, task
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 4), st.integers(2, 64)), min_size=2, max_size=5),
+    st.lists(st.tuples(st.sampled_from([1, 2]), st.integers(5, 100)), min_size=1, max_size=10),
+    st.sampled_from([0, 40, 80, 300]),
+)
+def test_the_best_node_adds_the_fewest_steps_and_then_leaves_the_least_free(
+    nodes: list[tuple[int, int]], asks: list[tuple[int, int]], resolution: int
+) -> None:
+    """After a random history, the top-scored node for a pod is one whose added fragment
+    counts the fewest whole steps of the resolution (exactly the least at 0) and, of those,
+    the one with the least free GPU."""
+    plugin, task = after_history(nodes, asks, resolution)
     positions = np.arange(len(nodes))
     scores = plugin.node_order(task, positions)
     added = plugin.added(task, positions)
@@ -396,25 +405,7 @@ def test_a_difference_under_one_step_goes_to_the_fuller_node() -> None:
     with less free GPU (950 against 1800 milli), wins."""
     best = {}
     for resolution in (0, 80):
-        objects = []
-        for i, (cards, cpu) in enumerate([(1, "3"), (2, "2")]):
-            obj = gpu_node(f"n{i}", cards)
-            obj["status"]["allocatable"]["cpu"] = obj["status"]["capacity"]["cpu"] = cpu
-            objects.append(obj)
-        for i, number in enumerate([1, 2, 2]):
-            objects += gpu_pod(f"p{i}", number, 5, i)
-        config = conf(
-            "allocate",
-            ["priority", "gang"],
-            [
-                {"name": "deviceshare", "arguments": {"deviceshare.VGPUEnable": True}},
-                {"name": "fragmentation", "arguments": {"fragmentation.resolution": resolution}},
-            ],
-        )
-        ssn = make_session(objects, config)
-        AllocateAction().execute(ssn)
-        plugin = ssn.plugins["fragmentation"]
-        task = next(t for job in ssn.jobs.values() for t in job.tasks.values() if t.name == "p0")
+        plugin, task = after_history([(1, 3), (2, 2)], [(1, 5), (2, 5), (2, 5)], resolution)
         assert plugin.added(task, np.arange(2)).tolist() == [0.0, -50.0]
         best[resolution] = int(np.argmax(plugin.node_order(task, np.arange(2))))
     assert best == {0: 1, 80: 0}

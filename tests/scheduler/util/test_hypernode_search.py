@@ -176,7 +176,8 @@ def test_a_hypernode_without_the_gangs_room_is_not_tried_first() -> None:
 
 
 @st.composite
-def scenarios(draw: st.DrawFn) -> tuple[list[dict], str]:
+def trees(draw: st.DrawFn) -> tuple[list[dict], list[str], list[str]]:
+    """Nodes in racks (tier 1) under spines (tier 2), sometimes a zone (tier 3) above."""
     rack_sizes = draw(st.lists(st.integers(1, 4), min_size=1, max_size=6))
     spine_of = [draw(st.integers(0, 2)) for _ in rack_sizes]
     objects: list[dict] = []
@@ -192,13 +193,18 @@ def scenarios(draw: st.DrawFn) -> tuple[list[dict], str]:
         objects.append(hypernode(f"rack{r}", 1, rack))
     spines = sorted(set(spine_of))
     for s in spines:
-        objects.append(
-            hypernode(
-                f"spine{s}", 2, [f"rack{r}" for r, x in enumerate(spine_of) if x == s], "HyperNode"
-            )
-        )
+        racks = [f"rack{r}" for r, x in enumerate(spine_of) if x == s]
+        objects.append(hypernode(f"spine{s}", 2, racks, "HyperNode"))
+    hypernodes = [f"rack{r}" for r in range(len(rack_sizes))] + [f"spine{s}" for s in spines]
     if draw(st.booleans()):
         objects.append(hypernode("zone", 3, [f"spine{s}" for s in spines], "HyperNode"))
+        hypernodes.append("zone")
+    return objects, names, hypernodes
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> tuple[list[dict], str]:
+    objects, names, _hypernodes = draw(trees())
     # Busy nodes: running pods, some leaving (their room is future idle: pipelining).
     for b in range(draw(st.integers(0, 6))):
         objects.append(podgroup(f"busy{b}", 1, phase="Running"))

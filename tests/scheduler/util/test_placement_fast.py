@@ -33,25 +33,11 @@ from stromboli.core.scheduler.util.placement import (
     requested_columns,
     sample,
 )
-from tests.scheduler.builders import make_session, node, pod, podgroup, session_task
+from tests.scheduler.builders import conf, make_session, node, pod, podgroup, session_task
 
-CONF = """\
-actions: "allocate"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
-
-#: Without scorers the first node of the window wins: every search's window is checked too.
-UNSCORED = CONF.replace("  - name: nodeorder\n", "")
+_FIRST = ["priority", "gang", "conformance"]
+CONF = conf("allocate", _FIRST, ["overcommit", "drf", "predicates", "proportion", "nodeorder"])
+UNSCORED = conf("allocate", _FIRST, ["overcommit", "drf", "predicates", "proportion"])
 
 
 @contextlib.contextmanager

@@ -23,7 +23,7 @@ from stromboli.core.scheduler.util.hypernode_search import level_rows, subgroup_
 from stromboli.core.scheduler.util.hypernodes import session_tree
 
 from ..builders import conf, make_session, node, pod, podgroup
-from .test_hypernode_search import hypernode
+from .test_hypernode_search import hypernode, trees
 
 TOPO_CONF = conf(
     "allocate", ["priority", "gang"], ["proportion", "binpack", "network-topology-aware"]
@@ -39,33 +39,6 @@ TOPOLOGIES: list[dict[str, Any] | None] = [
     {"mode": "hard", "highestTierAllowed": 3},
     {"mode": "soft"},
 ]
-
-
-@st.composite
-def trees(draw: st.DrawFn) -> tuple[list[dict], list[str], list[str]]:
-    """Nodes in racks (tier 1) under spines (tier 2), sometimes a zone (tier 3) above."""
-    rack_sizes = draw(st.lists(st.integers(1, 4), min_size=1, max_size=6))
-    spine_of = [draw(st.integers(0, 2)) for _ in rack_sizes]
-    objects: list[dict] = []
-    names: list[str] = []
-    for r, size in enumerate(rack_sizes):
-        rack = []
-        for _ in range(size):
-            name = f"n{len(names)}"
-            cpu = draw(st.sampled_from(["2", "4", "8"]))
-            objects.append(node(name, cpu=cpu, memory=f"{draw(st.integers(4, 16))}Gi"))
-            rack.append(name)
-            names.append(name)
-        objects.append(hypernode(f"rack{r}", 1, rack))
-    spines = sorted(set(spine_of))
-    for s in spines:
-        racks = [f"rack{r}" for r, x in enumerate(spine_of) if x == s]
-        objects.append(hypernode(f"spine{s}", 2, racks, "HyperNode"))
-    hypernodes = [f"rack{r}" for r in range(len(rack_sizes))] + [f"spine{s}" for s in spines]
-    if draw(st.booleans()):
-        objects.append(hypernode("zone", 3, [f"spine{s}" for s in spines], "HyperNode"))
-        hypernodes.append("zone")
-    return objects, names, hypernodes
 
 
 def partitioned_job(
