@@ -346,6 +346,21 @@ def test_the_resolution_defaults_to_80_milli_and_refuses_what_is_not_a_share_of_
     assert got == [80.0, 0.0, 80.0]
 
 
+def test_a_resolution_that_is_not_a_finite_share_of_a_card_falls_back_to_80() -> None:
+    """NaN, infinity and a negative step would make every score NaN or reverse the order:
+    each is warned about and the default used, the session still opens."""
+    objects = [gpu_node("n1", 1), *gpu_pod("p", 1, 50, 0)]
+    share = {"name": "deviceshare", "arguments": {"deviceshare.VGPUEnable": True}}
+    got = []
+    for value in (float("nan"), float("inf"), -1):
+        arguments = {"fragmentation.resolution": value}
+        config = conf(
+            "allocate", ["gang"], [share, {"name": "fragmentation", "arguments": arguments}]
+        )
+        got.append(make_session(objects, config).plugins["fragmentation"].resolution)
+    assert got == [80.0, 80.0, 80.0]
+
+
 def after_history(
     nodes: list[tuple[int, int]], asks: list[tuple[int, int]], resolution: int
 ) -> tuple[Any, Any]:
