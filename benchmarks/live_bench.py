@@ -25,6 +25,9 @@ API server (from /proc), and the request budget: API requests per bound pod by v
 resource, from the API server's ``apiserver_request_total`` (every client together: this
 script's creates, kwok's status updates, the schedulers' and controllers' writes).
 
+At the end it judges issue 14's targets (``live_targets.py``): each stromboli case against the
+kube-scheduler case of the same mode and run.
+
 Run: .venv/bin/python benchmarks/live_bench.py [--nodes 1000] [--pods 5000] [--gangs 250]
      [--gang-size 20] [--vcjobs 250] [--cases plain,plain-memory,kube,gangs,vcjobs]
      [--modes live,backlog] [--scheduler-arg=--schedule-period=0.5s] [--json FILE]
@@ -45,6 +48,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from live_targets import print_verdicts
 
 from stromboli.core.api.crds import build_crds
 from stromboli.core.cluster.kube import KubeConfig, KubeStore
@@ -458,6 +463,7 @@ def main() -> None:
     if unknown or set(args.modes.split(",")) - {"live", "backlog"}:
         parser.error(f"unknown case or mode: {sorted(unknown) or args.modes}")
     results = asyncio.run(main_async(args))
+    print_verdicts(results)
     if args.json:
         args.json.write_text(json.dumps([asdict(r) for r in results], indent=2))
 
