@@ -47,6 +47,9 @@ DEFAULT_MAX_REQUEUE: Final = 15
 BACKOFF_BASE: Final = 0.005
 BACKOFF_MAX: Final = 1000.0
 INVALID_SPEC_REASON: Final = "InvalidSpec"
+#: Seconds after which an unchanged PodGroup condition is reported on its job again, so the
+#: ``PodGroupPending`` event outlives the API server's event TTL (the spam filter's refill).
+PENDING_REPORT_AGAIN: Final = 300.0
 FINISHED: Final = frozenset({JobPhase.COMPLETED, JobPhase.FAILED, JobPhase.TERMINATED})
 
 JobKey = Key
@@ -74,6 +77,9 @@ class JobState(Reconciler[Request]):
     plugin_table: Mapping[str, type[JobPlugin]]
     mutate_pod: PodMutator | None
     max_requeue: int
+    #: A job that finishes is killed in the same pass (one status write); False: as Volcano,
+    #: the finished phase is written and the kill follows on the next look (tests compare).
+    finish_in_one_write: bool
     metrics: ControllerMetrics | None
     queues: QueueStates
     # Caches fed by the watches.
@@ -99,6 +105,11 @@ class JobState(Reconciler[Request]):
     _ttl_timers: dict[str, Timer]
     #: Requests waiting, by job, in the lanes of new and synced jobs.
     _lanes: RequestLanes
+    #: The PodGroup condition last reported on each job as ``PodGroupPending``, and when
+    #: (monotonic seconds): a sync between two scheduler cycles does not repeat it.
+    _pending_reported: dict[JobKey, tuple[tuple[str, ...], float]]
+    #: The status being written on each job: the watch's echo of our own write is not news.
+    _status_writing: dict[JobKey, dict[str, Any]]
 
     async def _event(self, job: Mapping[str, Any], kind: str, reason: str, message: str) -> None:
         await self.recorder.record(job_ref(job), kind, str(reason), message)

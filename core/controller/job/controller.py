@@ -115,6 +115,9 @@ class JobController(JobSync):
         self._deleted = set()
         self._updated_generation = {}
         self._lanes = RequestLanes()
+        self.finish_in_one_write = True
+        self._pending_reported = {}
+        self._status_writing = {}
         #: Jobs processed at once, and (live) at most per pass; see :meth:`_process`.
         self.concurrency = CONCURRENCY
         self.pass_limit = PASS_LIMIT

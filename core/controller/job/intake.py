@@ -47,6 +47,7 @@ class JobIntake(JobTimers):
             self.jobs.pop(key, None)
             self.pods.pop(key, None)
             self._lanes.forget(key)
+            self._pending_reported.pop(key, None)
             if self.metrics is not None:
                 queue = str((job.get("spec") or {}).get("queue") or k.DEFAULT_QUEUE)
                 self.metrics.forget_job(key[0], key[1], queue)
@@ -62,6 +63,8 @@ class JobIntake(JobTimers):
             same_spec = old.get("spec") == job.get("spec")
             if same_spec and job_phase(old) == job_phase(job):
                 return
+            if same_spec and self._status_writing.get(key) == job.get("status"):
+                return  # the echo of the status being written: its writer decides what follows
         self._mark(Request(key[0], key[1], event=Event.OUT_OF_SYNC))
 
     def _cache_job(self, job: dict[str, Any]) -> None:

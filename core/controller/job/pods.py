@@ -16,6 +16,7 @@ from stromboli.core.api.keys import object_key
 from stromboli.core.cluster.errors import AlreadyExistsError, ApiError, NotFoundError
 from stromboli.core.controller.job import build
 from stromboli.core.controller.job.base import (
+    PENDING_REPORT_AGAIN,
     POD,
     PODGROUP,
     Parsed,
@@ -210,7 +211,11 @@ class JobPods(JobIntake):
     async def _podgroup_event(
         self, job: dict[str, Any], view: JobView, pg: Mapping[str, Any]
     ) -> None:
-        """Warn while the latest true condition of the PodGroup is not ``Scheduled``."""
+        """Warn while the latest true condition of the PodGroup is not ``Scheduled``: once per
+        condition the scheduler wrote (and again every ``PENDING_REPORT_AGAIN`` seconds while
+        it stands), not once per sync. A job syncs several times between two scheduler
+        cycles (its pods are created, bound, started); each repeat would be one more write of
+        the same event, telling nothing new."""
         latest: Mapping[str, Any] | None = None
         for condition in (pg.get("status") or {}).get("conditions") or ():
             if condition.get("status") != "True":
@@ -219,11 +224,26 @@ class JobPods(JobIntake):
                 latest.get("lastTransitionTime") or ""
             ):
                 latest = condition
-        if latest is not None and latest.get("type") != k.PodGroupConditionType.SCHEDULED:
-            await self._event(
-                job,
-                "Warning",
-                JobEventReason.POD_GROUP_PENDING,
-                f"PodGroup {view.namespace}:{view.name} {str(latest.get('type')).lower()}, "
-                f"reason: {latest.get('message') or ''}",
-            )
+        if latest is None or latest.get("type") == k.PodGroupConditionType.SCHEDULED:
+            self._pending_reported.pop(view.key, None)
+            return
+        message = (
+            f"PodGroup {view.namespace}:{view.name} {str(latest.get('type')).lower()}, "
+            f"reason: {latest.get('message') or ''}"
+        )
+        seen = (
+            str((pg.get("metadata") or {}).get("uid") or ""),
+            str(latest.get("transitionID") or ""),
+            str(latest.get("lastTransitionTime") or ""),
+            message,
+        )
+        now = self.clock.monotonic()
+        reported = self._pending_reported.get(view.key)
+        if (
+            reported is not None
+            and reported[0] == seen
+            and now - reported[1] < PENDING_REPORT_AGAIN
+        ):
+            return
+        self._pending_reported[view.key] = (seen, now)
+        await self._event(job, "Warning", JobEventReason.POD_GROUP_PENDING, message)

@@ -20,6 +20,7 @@ from stromboli.core.clock import format_time
 from stromboli.core.cluster.writes import put_status
 from stromboli.core.controller.job import build
 from stromboli.core.controller.job.base import (
+    FINISHED,
     INVALID_SPEC_REASON,
     JOB,
     Parsed,
@@ -36,7 +37,7 @@ from stromboli.core.controller.job.policies import (
 )
 from stromboli.core.controller.job.resources import JobResources
 from stromboli.core.controller.job.spec import JobSpecError, JobView, TaskView, parse_job
-from stromboli.core.controller.job.state import retained_phases
+from stromboli.core.controller.job.state import Op, plan, retained_phases
 from stromboli.core.controller.job.status import JobStatus, PodCounts, go_duration
 
 
@@ -179,6 +180,8 @@ class JobSync(JobResources):
         new.min_available = view.min_available
         if update is not None and update(new, view.facts):
             self._transition(job, new)
+            if await self._finish(job, parsed, status.phase, new):
+                return
         await self._write_status(job, new)
 
     async def _initiate(
@@ -248,7 +251,12 @@ class JobSync(JobResources):
         retain: frozenset[str],
         target: Resolution | None,
         update: Callable[[JobStatus, Any], bool] | None,
+        *,
+        look_again: bool = True,
     ) -> None:
+        """Delete the pods (of ``target``, or all but the ``retain`` phases and a version
+        bump), apply ``update``; ``look_again=False``: the status write is the last step of
+        the phase change it records (see :meth:`_write_status`)."""
         view = parsed.view
         assert view is not None
         pods = list(self.pods.get(view.key, {}).values())
@@ -282,13 +290,35 @@ class JobSync(JobResources):
         new.terminating = terminating
         if update is not None and update(new, view.facts):
             self._transition(job, new)
+            if await self._finish(job, parsed, status.phase, new):
+                return
         elif new.last_transition_time:
             new.running_duration = go_duration(self._since_created(job, new.last_transition_time))
         if target is None:
             await self._delete_plugin_objects(job, parsed, new)
-        await self._write_status(job, new)
+        await self._write_status(job, new, look_again=look_again)
         if target is None:
             await self._delete_podgroups(view)
+
+    async def _finish(
+        self, job: dict[str, Any], parsed: Parsed, old_phase: str, new: JobStatus
+    ) -> bool:
+        """A job that ``new`` moves into a finished phase: do now, in place of writing
+        ``new``, what the next look at the job would do (the kill every action on a finished
+        job is: its version bump, its PodGroup deleted), so that the status is written once,
+        as that kill leaves it; True when done. Volcano writes the finished phase, sees it in
+        its watch and kills: the same objects at the end, one status write more."""
+        follow = plan(new.phase, Action.SYNC_JOB)
+        if (
+            not self.finish_in_one_write
+            or new.phase not in FINISHED
+            or new.phase == old_phase
+            or follow.op is not Op.KILL_JOB
+            or follow.update is not None
+        ):
+            return False
+        await self._kill_job(job, parsed, new, follow.retain, None, None, look_again=False)
+        return True
 
     # --- status ------------------------------------------------------------------------------
 
@@ -296,13 +326,22 @@ class JobSync(JobResources):
         now = format_time(self.clock.now())
         status.transition(now, "", self._since_created(job, now))
 
-    async def _write_status(self, job: dict[str, Any], status: JobStatus) -> dict[str, Any]:
-        """Write ``status`` unless it is what the job already has; returns the job."""
+    async def _write_status(
+        self, job: dict[str, Any], status: JobStatus, *, look_again: bool = True
+    ) -> dict[str, Any]:
+        """Write ``status`` unless it is what the job already has; returns the job. A phase
+        change makes the job looked at again (as its watch event would), unless
+        ``look_again`` is False: the caller did already what that look would do."""
         old = JobStatus.from_dict(job.get("status"))
         wanted = status.to_dict()
         if wanted == old.to_dict():
             return job
-        written = await put_status(self.store, job, lambda _current: wanted)
+        key = object_key(job)
+        self._status_writing[key] = wanted
+        try:
+            written = await put_status(self.store, job, lambda _current: wanted)
+        finally:
+            self._status_writing.pop(key, None)
         if written is None:
             return job
         self.writes += 1
@@ -311,9 +350,8 @@ class JobSync(JobResources):
             if self.metrics is not None:
                 queue = str((job.get("spec") or {}).get("queue") or k.DEFAULT_QUEUE)
                 self.metrics.job_finished(*object_key(written), queue, status.phase)
-            # As a watch would report the phase change: look at the job again.
-            key = object_key(written)
-            self._mark(Request(key[0], key[1], event=Event.OUT_OF_SYNC))
+            if look_again:  # as a watch would report the phase change
+                self._mark(Request(key[0], key[1], event=Event.OUT_OF_SYNC))
         return written
 
 
