@@ -12,12 +12,17 @@ from stromboli.core.cluster.store import ClusterStore
 from stromboli.core.controller.podgroup import enrol_pod, needs_podgroup
 from stromboli.core.informer import Informer
 from stromboli.core.quarantine import EventSink, Quarantine
-from stromboli.core.scheduler.api.plaingroup import MEMORY, OBJECT, PlainPodGroups
+from stromboli.core.scheduler.api.plaingroup import (
+    MEMORY,
+    OBJECT,
+    PlainPodGroups,
+    fallback_group_name,
+)
 
 log = logging.getLogger(__name__)
 POD = ("v1", "Pod")
 COMPONENT = "vc-controller-manager"
-#: Pods enrolled at once; each enrolment is a PodGroup create and a pod patch.
+#: Pods enrolled at once; each enrolment is a pod patch and then a PodGroup create.
 ENROL_CONCURRENCY = 32
 #: Groups known to exist, so that later events of a pod the webhook named its group at
 #: admission (``needs_podgroup`` stays true for it) cost no create each.
@@ -75,16 +80,21 @@ class PodEnroller:
 
         async def one(pod: dict) -> bool:
             async with gate:
+                # Known before the pod's patch lands: the event of that patch, which may come
+                # while the group's create is in flight, asks for no second create.
+                key = (pod["metadata"].get("namespace", ""), fallback_group_name(pod) or "")
+                fresh = key not in self._known
+                self._known[key] = None
+                if len(self._known) > KNOWN_GROUPS:
+                    del self._known[next(iter(self._known))]
                 try:
                     name = await enrol_pod(self.store, pod)
-                    if name is not None:
-                        self._known[(pod["metadata"].get("namespace", ""), name)] = None
-                        if len(self._known) > KNOWN_GROUPS:
-                            del self._known[next(iter(self._known))]
-                    return name is not None
                 except ValueError as err:  # the pod cannot be read (a bad quantity): no group
                     self.quarantine.reject(pod, err, "Pod")
-                    return False
+                    name = None
+                if name is None and fresh:
+                    self._known.pop(key, None)  # not made: the pod's next event tries again
+                return name is not None
 
         enrolled = sum(await asyncio.gather(*(one(pod) for pod in pods)))
         if self.events is not None:

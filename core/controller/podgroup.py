@@ -36,10 +36,29 @@ def needs_podgroup(pod: dict, scheduler_names: set[str]) -> bool:
 
 
 async def enrol_pod(store: ClusterStore, pod: dict) -> str | None:
-    """Create (or reuse) the pod's PodGroup and annotate the pod; returns the group name."""
+    """Annotate the pod, then create (or reuse) its PodGroup; returns the group name, or None
+    when the pod is gone or the group could not be made.
+
+    The pod is patched first so that the scheduler, which holds a pod naming a group that does
+    not exist yet, finds the group with its pod when the group arrives: it enqueues and places
+    it in one cycle and writes its status once (``Running``). Created first, the group was
+    often enqueued empty, a status write of its own (``Inqueue``) and a gang event, before the
+    annotated pod reached the scheduler. A failed create leaves the pod naming the group, as
+    the webhook's enrolment does: the next event of the pod makes it."""
     pg = podgroup_for(pod, min_member_of(pod))
     name = pg["metadata"]["name"]
     meta = pod["metadata"]
+    if (meta.get("annotations") or {}).get(k.GROUP_NAME_ANNOTATION) != name:
+        try:
+            await store.patch(
+                "v1",
+                "Pod",
+                meta["name"],
+                {"metadata": {"annotations": {k.GROUP_NAME_ANNOTATION: name}}},
+                namespace=meta.get("namespace"),
+            )
+        except NotFoundError:
+            return None  # gone: no group to collect later
     try:
         await store.create(pg)
     except AlreadyExistsError:
@@ -48,17 +67,5 @@ async def enrol_pod(store: ClusterStore, pod: dict) -> str | None:
         log.warning(
             "could not create PodGroup for pod %s/%s: %s", meta.get("namespace"), meta["name"], err
         )
-        return None
-    if (meta.get("annotations") or {}).get(k.GROUP_NAME_ANNOTATION) == name:
-        return name  # named at admission: only the group was missing
-    try:
-        await store.patch(
-            "v1",
-            "Pod",
-            meta["name"],
-            {"metadata": {"annotations": {k.GROUP_NAME_ANNOTATION: name}}},
-            namespace=meta.get("namespace"),
-        )
-    except NotFoundError:
         return None
     return name

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 import pytest
 
 from stromboli.core.api import constants as k
 from stromboli.core.clock import VirtualClock
+from stromboli.core.cluster.errors import InternalError
 from stromboli.core.cluster.memory import MemoryStore
+from stromboli.core.controller.enrol import POD, PodEnroller
 from stromboli.core.controller.podgroup import enrol_pod, needs_podgroup, podgroup_for
 
 
@@ -250,3 +255,81 @@ def test_unreadable_tier_annotation_names_the_annotation() -> None:
     }
     with pytest.raises(ValueError, match=r"metadata\.annotations\[.*highest-tier.*\]: 'x'"):
         podgroup_for(pod)
+
+
+# -- the enroller's requests -------------------------------------------------------------------
+
+
+class RecordingStore(MemoryStore):
+    """Records writes in order; ``fail_creates`` PodGroup creates are refused."""
+
+    def __init__(self) -> None:
+        super().__init__(VirtualClock(100), seed=3)
+        self.writes: list[str] = []
+        self.fail_creates = 0
+        #: Called before a PodGroup create is answered (a watch event arriving meanwhile).
+        self.during_create: Callable[[], Awaitable[None]] | None = None
+
+    async def create(self, obj: dict) -> dict:
+        if obj["kind"] == "PodGroup" and self.during_create is not None:
+            await self.during_create()
+        if obj["kind"] == "PodGroup" and self.fail_creates:
+            self.fail_creates -= 1
+            self.writes.append("create PodGroup (refused)")
+            raise InternalError("etcd timed out")
+        self.writes.append(f"create {obj['kind']}")
+        return await super().create(obj)
+
+    async def patch(self, api_version: str, kind: str, *args: Any, **kwargs: Any) -> dict:
+        self.writes.append(f"patch {kind}")
+        return await super().patch(api_version, kind, *args, **kwargs)
+
+
+async def test_the_pod_is_annotated_before_its_group_is_made() -> None:
+    store = RecordingStore()
+    created = await store.create(pod("solo", cpu="1"))
+    store.writes.clear()
+    assert await enrol_pod(store, created) == f"podgroup-{created['metadata']['uid']}"
+    assert store.writes == ["patch Pod", "create PodGroup"]
+
+
+async def test_a_pod_gone_before_its_patch_gets_no_group() -> None:
+    store = RecordingStore()
+    created = await store.create(pod("gone", cpu="1"))
+    await store.delete("v1", "Pod", "gone", "default")
+    store.writes.clear()
+    assert await enrol_pod(store, created) is None
+    assert store.writes == ["patch Pod"]
+    assert (await store.list(k.SCHEDULING_V1BETA1, "PodGroup", "default")).items == []
+
+
+async def test_the_event_of_the_enrollers_own_patch_costs_no_second_create() -> None:
+    store = RecordingStore()
+    enroller = PodEnroller(store, NAMES)
+    created = await store.create(pod("solo", cpu="1"))
+    store.writes.clear()
+
+    async def echo() -> None:  # the watch's event of the patch, while the create is in flight
+        enroller.seen(POD, "MODIFIED", await store.get("v1", "Pod", "solo", "default"))
+
+    store.during_create = echo
+    enroller.seen(POD, "ADDED", created)
+    assert await enroller.enrol_waiting() == 1
+    assert await enroller.enrol_waiting() == 0
+    assert store.writes == ["patch Pod", "create PodGroup"]
+
+
+async def test_a_refused_group_is_made_on_the_pods_next_event() -> None:
+    store = RecordingStore()
+    store.fail_creates = 1
+    enroller = PodEnroller(store, NAMES)
+    created = await store.create(pod("solo", cpu="1"))
+    store.writes.clear()
+    enroller.seen(POD, "ADDED", created)
+    assert await enroller.enrol_waiting() == 0
+    annotated = await store.get("v1", "Pod", "solo", "default")
+    name = annotated["metadata"]["annotations"][k.GROUP_NAME_ANNOTATION]
+    enroller.seen(POD, "MODIFIED", annotated)
+    assert await enroller.enrol_waiting() == 1
+    assert store.writes == ["patch Pod", "create PodGroup (refused)", "create PodGroup"]
+    assert (await store.get(k.SCHEDULING_V1BETA1, "PodGroup", name, "default"))["spec"]

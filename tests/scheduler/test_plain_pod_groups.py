@@ -163,6 +163,48 @@ async def test_object_mode_still_needs_the_controllers_podgroup(tmp_path: Path) 
     assert len(await podgroups(c)) == 1
 
 
+async def test_object_mode_group_is_written_once_when_a_cycle_falls_between_enrol_writes(
+    tmp_path: Path,
+) -> None:
+    """The controller's two writes (pod patch, PodGroup create) with a scheduler cycle between
+    them, as on a busy cluster: the group is still written once (Pending → Running), never
+    enqueued empty first (an ``Inqueue`` write and a gang event of its own)."""
+    c = await cluster(tmp_path, "object", BASIC_CONF, node("n1"))
+    [created] = await c.add(pod("solo", cpu="1"))
+    writes: list[str] = []
+    store = c.store
+    real_create, real_patch, real_update = store.create, store.patch, store.update
+
+    async def after_first_write() -> None:
+        if len(writes) == 1:
+            assert (await c.run()).bound == 0  # half enrolled: nothing to bind yet
+
+    async def create(obj: dict) -> dict:
+        made = await real_create(obj)
+        writes.append(f"create {obj['kind']}")
+        await after_first_write()
+        return made
+
+    async def patch(*args: Any, **kwargs: Any) -> dict:
+        patched = await real_patch(*args, **kwargs)
+        writes.append(f"patch {args[1]}")
+        await after_first_write()
+        return patched
+
+    async def update(obj: dict) -> dict:
+        writes.append(f"update {obj['kind']}")
+        return await real_update(obj)
+
+    store.create, store.patch, store.update = create, patch, update  # type: ignore[method-assign]
+    name = await enrol_pod(store, created)
+    assert name is not None
+    assert writes == ["patch Pod", "create PodGroup"]
+    assert (await c.run()).bound == 1
+    assert writes.count("update PodGroup") == 1
+    assert (await c.pg(name))["status"]["phase"] == "Running"
+    assert [e["reason"] for e in await group_events(c)] == ["Scheduled"]
+
+
 async def test_controller_in_memory_mode_creates_and_patches_nothing(tmp_path: Path) -> None:
     c = await cluster(tmp_path, "memory", BASIC_CONF, node("n1"))
     [created] = await c.add(pod("solo", cpu="1"))
