@@ -3,7 +3,9 @@
 Each object is parsed once per version into the scheduler's records (``TaskInfo``,
 ``NodeInfo``, ``JobInfo``, ``QueueInfo``) and node use is maintained incrementally in numpy
 arrays. A snapshot for a session clones only these small records and copies the arrays; pod
-and node dicts are shared, never deep-copied per cycle.
+and node dicts are shared, never deep-copied per cycle. A job's clone is lent again to a later
+snapshot once the session that held it is released and when neither the cache nor that session
+changed it, so a cycle clones the jobs that changed, not the thousands that settled (issue 14).
 """
 
 from __future__ import annotations
@@ -86,6 +88,20 @@ class PodRecord:
 
 
 @dataclass(slots=True)
+class Lent:
+    """A clone of a job's ``built`` that a snapshot holds, or held."""
+
+    job: JobInfo
+    serial: int
+    epoch: int
+
+
+#: Clones kept per job: a session decided while the one before is written, and the last
+#: session kept for ``explain`` and reports, hold one each; the third is free to lend.
+LENT_PER_JOB = 3
+
+
+@dataclass(slots=True)
 class JobEntry:
     """A PodGroup (possibly not seen yet) and the tasks that name it."""
 
@@ -96,6 +112,9 @@ class JobEntry:
     #: ``podgroup`` is the scheduler's own, for plain pods (``--plain-pod-groups=memory``):
     #: no such object is stored, and a stored one of the same name replaces it.
     in_memory: bool = False
+    #: Clones of ``built`` lent to snapshots, each with the serial of the snapshot it was last
+    #: lent to and the vector epoch then (``SchedulerCache.snapshot``), oldest first.
+    lent: list[Lent] = field(default_factory=list)
 
 
 def job_id_of(pod: dict) -> str | None:
@@ -146,6 +165,18 @@ class SchedulerCache:
         self._orphans: dict[str, dict[str, TaskInfo]] = {}
         #: Ids of jobs whose PodGroup or pods changed, for the close of a cycle (settled.py).
         self.job_changes = JobChanges()
+        #: Lend a job's clone of a finished session to the next snapshot when neither the
+        #: cache nor that session changed it (off: every snapshot clones every job).
+        self.reuse_clones = True
+        #: Snapshots handed out; serial → the width of their resource index then, for those
+        #: not released yet. Nothing is lent again before the first ``release``.
+        self._serial = 0
+        self._outstanding: dict[int, int] = {}
+        self._lending = False
+        #: Moves on whenever task vectors computed in one session may not hold in the next
+        #: (the resource index grew in the cache, or a session added names of its own).
+        self._vector_epoch = 0
+        self._index_width = 0
 
     # -- event intake -------------------------------------------------------------------------
 
@@ -475,7 +506,59 @@ class SchedulerCache:
             job.add_task(task.clone())
         return job
 
+    def release(self, snapshot: Snapshot) -> None:
+        """The session of ``snapshot`` is over and nobody reads its jobs any more: the clones
+        it holds may be lent to a later snapshot (see ``snapshot``)."""
+        width = self._outstanding.pop(snapshot.serial, None)
+        self._lending = self.reuse_clones
+        if width is not None and len(snapshot.nodes.index.names) != width:
+            # The session indexed names of its own: its tasks' vectors may name other
+            # columns than a later session's of the same width.
+            self._vector_epoch += 1
+
+    def _lend(self, entry: JobEntry, job: JobInfo, serial: int) -> JobInfo:
+        """A clone of ``job`` (``entry.built``) for snapshot ``serial``: one lent before to a
+        released snapshot when it is still exactly what ``job.clone()`` gives, else a new one.
+
+        A lent clone is still a fresh one when its revision is the built job's (neither the
+        cache nor its session moved a task since it was made), its session set none of the
+        per-session fields, no PodGroup replaced the one it was made with, and the vector
+        epoch has not moved (its tasks' cached request rows hold)."""
+        epoch = self._vector_epoch
+        kept: list[Lent] = []
+        chosen: Lent | None = None
+        for lent in entry.lent:
+            clone = lent.job
+            if clone.revision != job.revision or lent.epoch != epoch:
+                continue  # stale for good: revisions are unique, epochs only move on
+            if lent.serial in self._outstanding:
+                kept.append(lent)
+            elif chosen is None and (
+                clone.podgroup is job.podgroup
+                and not clone.fit_errors
+                and not clone.job_fit_error
+                and clone.invalid is None
+            ):
+                chosen = lent
+        if chosen is None:
+            chosen = Lent(job.clone(), serial, epoch)
+        chosen.serial = serial
+        kept.append(chosen)
+        if len(kept) > LENT_PER_JOB:
+            del kept[0]  # held by a snapshot never released (a failed cycle): not lent again
+        entry.lent = kept
+        return chosen.job
+
     def snapshot(self) -> Snapshot:
+        self._serial += 1
+        serial = self._serial
+        width = len(self.nodes.index.names)
+        if width != self._index_width:
+            self._index_width = width
+            self._vector_epoch += 1
+        lending = self._lending and self.reuse_clones
+        if lending:
+            self._outstanding[serial] = width
         jobs: dict[str, JobInfo] = {}
         emptied: list[str] = []
         for job_id, entry in self.jobs.items():
@@ -488,7 +571,7 @@ class SchedulerCache:
                 entry.built = self.job_info(job_id, entry)
             job = entry.built
             if job is not None and job.queue in self.queues:
-                jobs[job_id] = job.clone()
+                jobs[job_id] = self._lend(entry, job, serial) if lending else job.clone()
         for job_id in emptied:
             del self.jobs[job_id]
         nodes = self.nodes.copy()
@@ -503,6 +586,7 @@ class SchedulerCache:
         for (namespace, _), quota in self.resource_quotas.items():
             quotas.setdefault(namespace, []).append(quota)
         return Snapshot(
+            serial=serial,
             jobs=jobs,
             queues=dict(self.queues),
             nodes=nodes,

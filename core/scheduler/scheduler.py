@@ -330,5 +330,7 @@ class Scheduler:
         )
         stats.seconds = time.perf_counter() - cycle.started
         stats.session = ssn
-        self.last_session = ssn
+        previous, self.last_session = self.last_session, ssn
+        if previous is not None:  # written and no longer shown: its clones may be lent again
+            self.cache.release(previous.snapshot)
         return stats

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import operator
 from dataclasses import dataclass, field, fields
 
@@ -16,6 +17,10 @@ from stromboli.core.scheduler.api.status import (
 )
 
 _ALLOCATED = members(ALLOCATED_STATUS)
+#: Revisions of jobs, unique across all of them: a job and its clone hold the same one until
+#: either changes, so the cache can tell that a clone it lent out is still what a fresh
+#: clone would be (``SchedulerCache.snapshot``).
+_REVISIONS = itertools.count(1)
 
 
 @dataclass(slots=True, eq=False)
@@ -103,6 +108,10 @@ class JobInfo:
     #: How many of ``tasks`` are best-effort (request nothing): gang counts ask on every
     #: comparison of two jobs, and nearly every job has none, which this tells at once.
     best_effort_tasks: int = 0
+    #: A fresh number from ``_REVISIONS`` whenever a task is added, removed or moves status
+    #: (every change of a task's status, node or nomination goes with one); a clone starts
+    #: with its original's, so equal revisions mean neither changed since the clone was made.
+    revision: int = field(default_factory=lambda: next(_REVISIONS))
 
     @property
     def phase(self) -> str:
@@ -114,6 +123,7 @@ class JobInfo:
     # -- task bookkeeping -------------------------------------------------------------------
 
     def add_task(self, task: TaskInfo) -> None:
+        self.revision = next(_REVISIONS)
         self.tasks[task.uid] = task
         self.by_status.setdefault(task.status, {})[task.uid] = task
         self.total_request.add(task.resreq)
@@ -126,6 +136,7 @@ class JobInfo:
         task = self.tasks.pop(uid, None)
         if task is None:
             return
+        self.revision = next(_REVISIONS)
         bucket = self.by_status.get(task.status)
         if bucket is not None:
             bucket.pop(uid, None)
@@ -137,6 +148,8 @@ class JobInfo:
 
     def update_status(self, task: TaskInfo, status: TaskStatus) -> None:
         """Move a task to ``status``, keeping the index and allocated total right."""
+        # Before the early return: callers change the task's node or nomination beside it.
+        self.revision = next(_REVISIONS)
         old = task.status
         if old == status:
             return

@@ -26,3 +26,5 @@ class Snapshot:
     numatopologies: dict[str, dict] = field(default_factory=dict)
     #: Device-config ConfigMaps' ``data`` by (namespace, name), as ``deviceshare`` names them.
     device_configs: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    #: Which of the cache's snapshots this is (0: not the cache's), for ``SchedulerCache.release``.
+    serial: int = 0
