@@ -117,6 +117,8 @@ class JobController(JobSync):
         self._lanes = RequestLanes()
         self.finish_in_one_write = True
         self._pending_reported = {}
+        self._looked_ahead = {}
+        self._pass = 0
         self._status_writing = {}
         #: Jobs processed at once, and (live) at most per pass; see :meth:`_process`.
         self.concurrency = CONCURRENCY
@@ -195,6 +197,7 @@ class JobController(JobSync):
         for command in commands:
             await self._consume_command(command)
         await self.queues.process()
+        self._pass += 1
         # Stepped (the simulator), a pass takes the jobs queued now, as one round; live, at
         # most ``pass_limit``, taking new requests as they come, so that Commands, queue
         # requests and timers are looked at between passes however large the backlog.
@@ -220,8 +223,13 @@ class JobController(JobSync):
 
     async def _process_job(self, requests: list[Request]) -> None:
         """One job's requests in order: its syncs coalesce (one sync sees every change made
-        so far); another action first runs the sync asked for before it."""
+        so far); another action first runs the sync asked for before it. The leading syncs
+        of a job that finished in the pass before are the look its finish took already
+        (:meth:`_finish`): they would have coalesced into it, so they do not run again."""
         pending: Request | None = None
+        looked = self._looked_ahead.pop(requests[0].job_key, None) if requests else None
+        absorbed = looked is not None and self._pass - looked[0] <= 1
+        after_look = looked[1] if looked is not None else frozenset()
         for request in requests:
             self._cancel_moot_delays(request)
             job = self.jobs.get(request.job_key)
@@ -243,8 +251,10 @@ class JobController(JobSync):
                 self._delay(request, resolution)
                 continue
             if resolution.action == Action.SYNC_JOB:
-                pending = pending or request
+                if not absorbed or request.pod_name in after_look:
+                    pending = pending or request
                 continue
+            absorbed = False
             if pending is not None:
                 await self._run(pending, Resolution(Action.SYNC_JOB))
                 pending = None

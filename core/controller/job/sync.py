@@ -123,6 +123,8 @@ class JobSync(JobResources):
             new = status.copy()
             if update is not None and update(new, view.facts):
                 self._transition(job, new)
+                if await self._finish(job, parsed, status.phase, new):
+                    return
             await self._write_status(job, new)
             return
 
@@ -253,10 +255,11 @@ class JobSync(JobResources):
         update: Callable[[JobStatus, Any], bool] | None,
         *,
         look_again: bool = True,
-    ) -> None:
+    ) -> frozenset[str]:
         """Delete the pods (of ``target``, or all but the ``retain`` phases and a version
-        bump), apply ``update``; ``look_again=False``: the status write is the last step of
-        the phase change it records (see :meth:`_write_status`)."""
+        bump), apply ``update``; returns the names of the pods deleted. ``look_again=False``:
+        the status write is the last step of the phase change it records (see
+        :meth:`_write_status`)."""
         view = parsed.view
         assert view is not None
         pods = list(self.pods.get(view.key, {}).values())
@@ -268,7 +271,7 @@ class JobSync(JobResources):
         if target is not None:
             chosen = _targeted(pods, target)
             if chosen is None:
-                return  # no such partition: nothing to restart
+                return frozenset()  # no such partition: nothing to restart
             victim_names = {p["metadata"]["name"] for p in chosen}
         else:
             status.version += 1  # only a full kill makes the pods of the past stale
@@ -291,7 +294,7 @@ class JobSync(JobResources):
         if update is not None and update(new, view.facts):
             self._transition(job, new)
             if await self._finish(job, parsed, status.phase, new):
-                return
+                return frozenset(p["metadata"]["name"] for p in victims)
         elif new.last_transition_time:
             new.running_duration = go_duration(self._since_created(job, new.last_transition_time))
         if target is None:
@@ -299,6 +302,7 @@ class JobSync(JobResources):
         await self._write_status(job, new, look_again=look_again)
         if target is None:
             await self._delete_podgroups(view)
+        return frozenset(p["metadata"]["name"] for p in victims)
 
     async def _finish(
         self, job: dict[str, Any], parsed: Parsed, old_phase: str, new: JobStatus
@@ -307,7 +311,9 @@ class JobSync(JobResources):
         ``new``, what the next look at the job would do (the kill every action on a finished
         job is: its version bump, its PodGroup deleted), so that the status is written once,
         as that kill leaves it; True when done. Volcano writes the finished phase, sees it in
-        its watch and kills: the same objects at the end, one status write more."""
+        its watch and kills: the same objects at the end, one status write more. The syncs
+        asked for until the next pass would have coalesced into that look, except those about
+        the pods it deleted, which come after it (:meth:`JobController._process_job`)."""
         follow = plan(new.phase, Action.SYNC_JOB)
         if (
             not self.finish_in_one_write
@@ -317,7 +323,18 @@ class JobSync(JobResources):
             or follow.update is not None
         ):
             return False
-        await self._kill_job(job, parsed, new, follow.retain, None, None, look_again=False)
+        view = parsed.view
+        assert view is not None
+        keep = retained_phases(follow.retain, new.retry_count, view.max_retry)
+        for pod in self.pods.get(view.key, {}).values():
+            if not pod["metadata"].get("deletionTimestamp") and pod_phase(pod) not in keep:
+                # That kill deletes pods: the requests their deletion brings would meet the
+                # job in another order than Volcano's, so the kill follows on the next look.
+                return False
+        deleted = await self._kill_job(
+            job, parsed, new, follow.retain, None, None, look_again=False
+        )
+        self._looked_ahead[object_key(job)] = (self._pass, deleted)
         return True
 
     # --- status ------------------------------------------------------------------------------
