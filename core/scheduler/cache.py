@@ -525,29 +525,39 @@ class SchedulerCache:
         per-session fields, no PodGroup replaced the one it was made with, and the vector
         epoch has not moved (its tasks' cached request rows hold)."""
         epoch = self._vector_epoch
-        kept: list[Lent] = []
-        chosen: Lent | None = None
-        for lent in entry.lent:
+        outstanding = self._outstanding
+        spares = entry.lent
+        # Oldest first: in a steady cycle the first is the one whose session was released.
+        for i, lent in enumerate(spares):
             clone = lent.job
-            if clone.revision != job.revision or lent.epoch != epoch:
-                continue  # stale for good: revisions are unique, epochs only move on
-            if lent.serial in self._outstanding:
-                kept.append(lent)
-            elif chosen is None and (
-                clone.podgroup is job.podgroup
+            if lent.serial in outstanding:
+                continue
+            if (
+                clone.revision == job.revision
+                and lent.epoch == epoch
+                and clone.podgroup is job.podgroup
                 and not clone.fit_errors
                 and not clone.job_fit_error
                 and clone.invalid is None
             ):
-                chosen = lent
-        if chosen is None:
-            chosen = Lent(job.clone(), serial, epoch)
-        chosen.serial = serial
-        kept.append(chosen)
+                del spares[i]
+                lent.serial = serial
+                spares.append(lent)
+                return clone
+        # Stale for good (revisions are unique, epochs only move on) or spoilt by its session.
+        kept = [
+            lent
+            for lent in spares
+            if lent.serial in outstanding
+            and lent.job.revision == job.revision
+            and lent.epoch == epoch
+        ]
+        fresh = Lent(job.clone(), serial, epoch)
+        kept.append(fresh)
         if len(kept) > LENT_PER_JOB:
             del kept[0]  # held by a snapshot never released (a failed cycle): not lent again
         entry.lent = kept
-        return chosen.job
+        return fresh.job
 
     def snapshot(self) -> Snapshot:
         self._serial += 1
