@@ -205,6 +205,72 @@ async def test_object_mode_group_is_written_once_when_a_cycle_falls_between_enro
     assert [e["reason"] for e in await group_events(c)] == ["Scheduled"]
 
 
+async def enrol_with_cycles(tmp_path: Path, owners: list[int | None], cycles: list[bool]) -> None:
+    """Enrol plain pods (``owners``: the ReplicaSet of each, or None) one by one through the
+    PodEnroller, a scheduler cycle after each controller write where ``cycles`` says so; then
+    check what the groups' stored versions went through."""
+    c = await cluster(tmp_path, "object", BASIC_CONF, node("n1", cpu="16"))
+    made = await c.add(
+        *(
+            pod(f"p{i}", cpu="1", owner=None if o is None else owner(f"rs{o}"))
+            for i, o in enumerate(owners)
+        )
+    )
+    store = c.store
+    real_create, real_patch, real_update = store.create, store.patch, store.update
+    turns = iter(cycles)
+    phases: dict[str, list[str]] = {}
+
+    async def maybe_cycle() -> None:
+        if next(turns, False):
+            await c.run()
+
+    async def create(obj: dict) -> dict:
+        created = await real_create(obj)
+        if obj["kind"] == "PodGroup":  # the controller's (the scheduler creates events)
+            await maybe_cycle()
+        return created
+
+    async def patch(*args: Any, **kwargs: Any) -> dict:
+        patched = await real_patch(*args, **kwargs)
+        if args[1] == "Pod":
+            await maybe_cycle()
+        return patched
+
+    async def update(obj: dict) -> dict:
+        if obj["kind"] == "PodGroup":
+            phases.setdefault(obj["metadata"]["name"], []).append(obj["status"]["phase"])
+        return await real_update(obj)
+
+    store.create, store.patch, store.update = create, patch, update  # type: ignore[method-assign]
+    enroller = PodEnroller(store, {"volcano"})
+    for created in made:
+        enroller.seen(("v1", "Pod"), "ADDED", created)
+        assert await enroller.enrol_waiting() == 1
+    await c.run(2)
+    groups = {g["metadata"]["name"] for g in await podgroups(c)}
+    assert groups == {fallback_group_name(p) for p in made}
+    assert all([await c.node_of(p["metadata"]["name"]) for p in made])
+    # Every group was admitted and placed in one cycle: never stored Inqueue, written once
+    # (Running), no gang event of its own; no pod was bound twice.
+    assert set(phases) == groups
+    assert all(written == ["Running"] for written in phases.values())
+    assert [e for e in await group_events(c) if e["reason"] != "Scheduled"] == []
+    assert len(await c.events(reason="Scheduled")) == len(made) + len(groups)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    owners=st.lists(st.one_of(st.none(), st.integers(0, 2)), min_size=1, max_size=6),
+    cycles=st.lists(st.booleans(), max_size=12),
+)
+def test_object_mode_groups_are_written_once_whatever_cycles_fall_between_enrol_writes(
+    owners: list[int | None], cycles: list[bool]
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        asyncio.run(enrol_with_cycles(Path(tmp), owners, cycles))
+
+
 async def test_controller_in_memory_mode_creates_and_patches_nothing(tmp_path: Path) -> None:
     c = await cluster(tmp_path, "memory", BASIC_CONF, node("n1"))
     [created] = await c.add(pod("solo", cpu="1"))
