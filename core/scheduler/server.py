@@ -5,8 +5,7 @@ The same ``Scheduler`` the simulator drives, fed by watches instead of a virtual
 pod or a PodGroup, seen by the watch), though never less than ``early_cycle_gap`` (nor less than
 the last cycle took) after the previous one ended, so that a pod created into a cluster with room
 waits a few milliseconds, not half a period. A cycle's bindings and statuses are written while
-the next cycle decides (the cache holds them meanwhile), and its bindings start as soon as it is
-decided, alongside the previous cycle's status writes; events are written in the background.
+the next cycle decides (the cache holds them meanwhile); events are written in the background.
 Metrics and health are served over HTTP; with leader election only the Lease holder schedules,
 and a process that loses the Lease stops. A SIGTERM lets the current cycle finish, then releases
 the Lease and closes the watches.
@@ -233,8 +232,6 @@ class SchedulerServer:
         except Exception:  # the cache could not hold them: write them before deciding again
             log.exception("holding the cycle's bindings in the cache failed")
             held = False
-        if held:
-            scheduler.start_binds(cycle)  # not behind the previous cycle's statuses and events
         if writing is not None:
             await writing
         commit = asyncio.create_task(self._commit(cycle), name="scheduler-writes")
