@@ -108,11 +108,9 @@ class JobState(Reconciler[Request]):
     #: The PodGroup condition last reported on each job as ``PodGroupPending``, and when
     #: (monotonic seconds): a sync between two scheduler cycles does not repeat it.
     _pending_reported: dict[JobKey, tuple[tuple[str, ...], float]]
-    #: Jobs whose finish took the next look ahead (:meth:`JobSync._finish`): the pass
-    #: (:meth:`JobController._process`, counted in ``_pass``) that did, and the pods that
-    #: look deleted.
-    _looked_ahead: dict[JobKey, tuple[int, frozenset[str]]]
-    _pass: int
+    #: Jobs whose finish took its next look ahead (:meth:`JobSync._finish`); that look's
+    #: request is queued still, and the syncs that coalesce with it do not run again.
+    _looked_ahead: set[JobKey]
     #: The status being written on each job: the watch's echo of our own write is not news.
     _status_writing: dict[JobKey, dict[str, Any]]
 

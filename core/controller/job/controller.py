@@ -117,8 +117,7 @@ class JobController(JobSync):
         self._lanes = RequestLanes()
         self.finish_in_one_write = True
         self._pending_reported = {}
-        self._looked_ahead = {}
-        self._pass = 0
+        self._looked_ahead = set()
         self._status_writing = {}
         #: Jobs processed at once, and (live) at most per pass; see :meth:`_process`.
         self.concurrency = CONCURRENCY
@@ -197,7 +196,6 @@ class JobController(JobSync):
         for command in commands:
             await self._consume_command(command)
         await self.queues.process()
-        self._pass += 1
         # Stepped (the simulator), a pass takes the jobs queued now, as one round; live, at
         # most ``pass_limit``, taking new requests as they come, so that Commands, queue
         # requests and timers are looked at between passes however large the backlog.
@@ -224,12 +222,13 @@ class JobController(JobSync):
     async def _process_job(self, requests: list[Request]) -> None:
         """One job's requests in order: its syncs coalesce (one sync sees every change made
         so far); another action first runs the sync asked for before it. The leading syncs
-        of a job that finished in the pass before are the look its finish took already
-        (:meth:`_finish`): they would have coalesced into it, so they do not run again."""
+        of a job whose finish took its next look already (:meth:`_finish`) would have
+        coalesced into that look: they do not run again."""
         pending: Request | None = None
-        looked = self._looked_ahead.pop(requests[0].job_key, None) if requests else None
-        absorbed = looked is not None and self._pass - looked[0] <= 1
-        after_look = looked[1] if looked is not None else frozenset()
+        absorbed = False
+        if requests and requests[0].job_key in self._looked_ahead:
+            self._looked_ahead.discard(requests[0].job_key)
+            absorbed = True
         for request in requests:
             self._cancel_moot_delays(request)
             job = self.jobs.get(request.job_key)
@@ -251,7 +250,7 @@ class JobController(JobSync):
                 self._delay(request, resolution)
                 continue
             if resolution.action == Action.SYNC_JOB:
-                if not absorbed or request.pod_name in after_look:
+                if not absorbed:
                     pending = pending or request
                 continue
             absorbed = False

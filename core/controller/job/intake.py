@@ -48,7 +48,7 @@ class JobIntake(JobTimers):
             self.pods.pop(key, None)
             self._lanes.forget(key)
             self._pending_reported.pop(key, None)
-            self._looked_ahead.pop(key, None)
+            self._looked_ahead.discard(key)
             if self.metrics is not None:
                 queue = str((job.get("spec") or {}).get("queue") or k.DEFAULT_QUEUE)
                 self.metrics.forget_job(key[0], key[1], queue)

@@ -255,11 +255,10 @@ class JobSync(JobResources):
         update: Callable[[JobStatus, Any], bool] | None,
         *,
         look_again: bool = True,
-    ) -> frozenset[str]:
+    ) -> None:
         """Delete the pods (of ``target``, or all but the ``retain`` phases and a version
-        bump), apply ``update``; returns the names of the pods deleted. ``look_again=False``:
-        the status write is the last step of the phase change it records (see
-        :meth:`_write_status`)."""
+        bump), apply ``update``; ``look_again=False``: the status write is the last step of
+        the phase change it records (see :meth:`_write_status`)."""
         view = parsed.view
         assert view is not None
         pods = list(self.pods.get(view.key, {}).values())
@@ -271,7 +270,7 @@ class JobSync(JobResources):
         if target is not None:
             chosen = _targeted(pods, target)
             if chosen is None:
-                return frozenset()  # no such partition: nothing to restart
+                return  # no such partition: nothing to restart
             victim_names = {p["metadata"]["name"] for p in chosen}
         else:
             status.version += 1  # only a full kill makes the pods of the past stale
@@ -294,7 +293,7 @@ class JobSync(JobResources):
         if update is not None and update(new, view.facts):
             self._transition(job, new)
             if await self._finish(job, parsed, status.phase, new):
-                return frozenset(p["metadata"]["name"] for p in victims)
+                return
         elif new.last_transition_time:
             new.running_duration = go_duration(self._since_created(job, new.last_transition_time))
         if target is None:
@@ -302,7 +301,6 @@ class JobSync(JobResources):
         await self._write_status(job, new, look_again=look_again)
         if target is None:
             await self._delete_podgroups(view)
-        return frozenset(p["metadata"]["name"] for p in victims)
 
     async def _finish(
         self, job: dict[str, Any], parsed: Parsed, old_phase: str, new: JobStatus
@@ -311,9 +309,7 @@ class JobSync(JobResources):
         ``new``, what the next look at the job would do (the kill every action on a finished
         job is: its version bump, its PodGroup deleted), so that the status is written once,
         as that kill leaves it; True when done. Volcano writes the finished phase, sees it in
-        its watch and kills: the same objects at the end, one status write more. The syncs
-        asked for until the next pass would have coalesced into that look, except those about
-        the pods it deleted, which come after it (:meth:`JobController._process_job`)."""
+        its watch and kills: the same objects at the end, one status write more."""
         follow = plan(new.phase, Action.SYNC_JOB)
         if (
             not self.finish_in_one_write
@@ -331,10 +327,12 @@ class JobSync(JobResources):
                 # That kill deletes pods: the requests their deletion brings would meet the
                 # job in another order than Volcano's, so the kill follows on the next look.
                 return False
-        deleted = await self._kill_job(
-            job, parsed, new, follow.retain, None, None, look_again=False
-        )
-        self._looked_ahead[object_key(job)] = (self._pass, deleted)
+        await self._kill_job(job, parsed, new, follow.retain, None, None, look_again=False)
+        # The look that the phase change asks for is queued as Volcano's watch would queue
+        # it, so that the same requests coalesce into it; it was taken already.
+        key = object_key(job)
+        self._looked_ahead.add(key)
+        self._mark(Request(key[0], key[1], event=Event.OUT_OF_SYNC))
         return True
 
     # --- status ------------------------------------------------------------------------------
