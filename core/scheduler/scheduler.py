@@ -5,6 +5,7 @@ One code path for the simulator and a live cluster; only the store behind it dif
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import deque
@@ -84,6 +85,8 @@ class Decided:
     reserved: bool = False
     #: The cache's job change mark taken before its snapshot (``settled.py``).
     mark: int | None = None
+    #: Its bindings, when written ahead of its commit (``Scheduler.start_binds``).
+    binding: asyncio.Task[tuple[WriteReport, float]] | None = None
 
     @property
     def evicts(self) -> bool:
@@ -276,20 +279,46 @@ class Scheduler:
         cycle.reserved = True  # set first: whatever was held before a failure is let go too
         reserve(self.cache, outcome.binds, outcome.pod_annotations)
 
+    def start_binds(self, cycle: Decided) -> None:
+        """Start writing a reserved cycle's bindings now, ahead of its commit: they depend on
+        nothing the previous cycle still writes (its statuses and events), so a pod decided
+        while that commit runs does not wait for it. A cycle that evicts binds in its commit,
+        after its victims are gone."""
+        if not cycle.reserved or cycle.evicts or cycle.binding is not None:
+            return
+        outcome = cycle.ssn.outcome
+        if not outcome.binds:
+            return
+        cycle.binding = asyncio.create_task(
+            self._bind(outcome.binds, outcome.pod_annotations), name="scheduler-binds"
+        )
+
+    async def _bind(
+        self, binds: list[tuple[TaskInfo, str]], annotations: dict[str, dict[str, str]]
+    ) -> tuple[WriteReport, float]:
+        """The bindings' report, and the seconds they took."""
+        started = time.perf_counter()
+        report = WriteReport()
+        await self.writer.bind(binds, report, annotations)
+        return report, time.perf_counter() - started
+
     async def commit(self, cycle: Decided) -> CycleStats:
         """Write a cycle's decisions: evictions, bindings, then the statuses and events of
         its closed session. Commits must run one after another, in the order decided."""
         stats, ssn, now = cycle.stats, cycle.ssn, cycle.now
         write_started = time.perf_counter()
-        report = WriteReport()
-        await self.writer.evict(ssn.outcome.evictions, report, ssn.jobs)
-        for task in report.evicted:
-            self.cache.assume_evicted(task)
-        if report.evicted:
-            self._remember_evictions(ssn, report, format_time(now))
-        bind_started = time.perf_counter()
-        await self.writer.bind(ssn.outcome.binds, report, ssn.outcome.pod_annotations)
-        stats.stage_seconds["Bind"] = time.perf_counter() - bind_started
+        if cycle.binding is not None:  # started ahead (no evictions); ends here
+            report, stats.stage_seconds["Bind"] = await cycle.binding
+        else:
+            report = WriteReport()
+            await self.writer.evict(ssn.outcome.evictions, report, ssn.jobs)
+            for task in report.evicted:
+                self.cache.assume_evicted(task)
+            if report.evicted:
+                self._remember_evictions(ssn, report, format_time(now))
+            bind_started = time.perf_counter()
+            await self.writer.bind(ssn.outcome.binds, report, ssn.outcome.pod_annotations)
+            stats.stage_seconds["Bind"] = time.perf_counter() - bind_started
         stats.bound_at = self.clock.now()
         log_decisions(ssn, report)
         if cycle.reserved:

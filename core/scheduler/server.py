@@ -5,7 +5,9 @@ The same ``Scheduler`` the simulator drives, fed by watches instead of a virtual
 pod or a PodGroup, seen by the watch), though never less than ``early_cycle_gap`` (nor less than
 the last cycle took) after the previous one ended, so that a pod created into a cluster with room
 waits a few milliseconds, not half a period. A cycle's bindings and statuses are written while
-the next cycle decides (the cache holds them meanwhile); events are written in the background.
+the next cycles decide (the cache holds them meanwhile): its bindings start as soon as it is
+decided, alongside earlier cycles' writes, and its statuses follow theirs in the order decided;
+events are written in the background.
 Metrics and health are served over HTTP; with leader election only the Lease holder schedules,
 and a process that loses the Lease stops. A SIGTERM lets the current cycle finish, then releases
 the Lease and closes the watches.
@@ -16,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +65,9 @@ class SchedulerOptions:
     early_cycle_gap: float = 0.02
     #: Write a cycle's bindings and statuses while the next cycle decides.
     pipeline_writes: bool = True
+    #: Decided cycles whose writes may run at once (their bindings together, their commits in
+    #: order) before the loop waits for the oldest.
+    commits_in_flight: int = 2
 
 
 def start_settings(options: SchedulerOptions, config: ConfigSource) -> dict[str, object]:
@@ -113,6 +119,8 @@ class SchedulerServer:
         self._last_writes = 0.0
         self._writes_done = 0.0
         self._last_cycle = time.monotonic()
+        #: Commits running or queued, oldest first (``_cycle``).
+        self._in_flight: deque[asyncio.Task[None]] = deque()
         self.endpoints: list[Endpoint] = []
         self.elector: LeaderElector | None = None
         if options.leader_elect:
@@ -218,9 +226,12 @@ class SchedulerServer:
                 await writing  # a decided cycle is written before the process lets go
 
     async def _cycle(self, writing: asyncio.Task[None] | None) -> asyncio.Task[None] | None:
-        """Decide a cycle while the previous one's writes go on (``writing``), then start
-        its own writes once those are done; returns them while they run. A cycle that evicts
-        is written before the next one decides, so that no victim is chosen twice."""
+        """Decide a cycle while earlier ones' writes go on (``writing``, the latest of them),
+        start its bindings at once and queue its commit behind theirs; returns the commit while
+        it runs. At most ``commits_in_flight`` commits run: past that the loop waits for the
+        oldest, so that decisions never run far ahead of what the API server takes. A cycle
+        that evicts is written before the next one decides, so that no victim is chosen
+        twice."""
         scheduler = self.scheduler
         if not self.options.pipeline_writes:
             self._observe(await scheduler.run_once())
@@ -232,15 +243,28 @@ class SchedulerServer:
         except Exception:  # the cache could not hold them: write them before deciding again
             log.exception("holding the cycle's bindings in the cache failed")
             held = False
-        if writing is not None:
-            await writing
-        commit = asyncio.create_task(self._commit(cycle), name="scheduler-writes")
+        if held:
+            scheduler.start_binds(cycle)  # not behind earlier cycles' statuses and events
+        commit = asyncio.create_task(self._commit(cycle, writing), name="scheduler-writes")
+        self._in_flight.append(commit)
         if cycle.evicts or not held:
             await commit
             return None
+        while len(self._in_flight) > max(1, self.options.commits_in_flight):
+            await self._in_flight[0]
         return commit
 
-    async def _commit(self, cycle: Decided) -> None:
+    async def _commit(self, cycle: Decided, after: asyncio.Task[None] | None = None) -> None:
+        """Commit ``cycle`` once the commit before it (``after``) is done: commits run in
+        the order decided."""
+        try:
+            if after is not None:
+                await asyncio.shield(after)  # never raises: its failures are logged
+            await self._write(cycle)
+        finally:
+            self._in_flight.remove(asyncio.current_task())  # type: ignore[arg-type]
+
+    async def _write(self, cycle: Decided) -> None:
         started = time.monotonic()
         try:
             stats = await self.scheduler.commit(cycle)

@@ -37,9 +37,15 @@ class WriteReport:
     annotated: dict[str, dict] = field(default_factory=dict)
 
 
-async def bounded(items: Iterable[T], work: Callable[[T], Awaitable[None]], limit: int) -> None:
-    """Run ``work`` on every item with at most ``limit`` in flight."""
-    gate = asyncio.Semaphore(limit)
+async def bounded(
+    items: Iterable[T],
+    work: Callable[[T], Awaitable[None]],
+    limit: int,
+    gate: asyncio.Semaphore | None = None,
+) -> None:
+    """Run ``work`` on every item with at most ``limit`` in flight (or as many as ``gate``,
+    shared with other calls, lets through)."""
+    gate = gate or asyncio.Semaphore(limit)
 
     async def one(item: T) -> None:
         async with gate:
@@ -100,6 +106,16 @@ class StatusWriter:
         self.clock = clock
         self.recorder = recorder
         self.concurrency = concurrency
+        #: Bindings in flight, over every cycle: two cycles' bindings may be written at once
+        #: (see ``Scheduler.start_binds``), and together they keep to ``concurrency``, the
+        #: earlier cycle's first. One per event loop (a simulator may run several in turn).
+        self._bind_gate: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
+
+    def _binding_gate(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if self._bind_gate is None or self._bind_gate[0] is not loop:
+            self._bind_gate = (loop, asyncio.Semaphore(self.concurrency))
+        return self._bind_gate[1]
 
     async def bind(
         self,
@@ -142,7 +158,7 @@ class StatusWriter:
                 f"Successfully assigned {task.namespace}/{task.name} to {node}",
             )
 
-        await bounded(binds, one, self.concurrency)
+        await bounded(binds, one, self.concurrency, self._binding_gate())
 
     async def evict(
         self,
