@@ -96,9 +96,10 @@ class Lent:
     epoch: int
 
 
-#: Clones kept per job: a session decided while the one before is written, and the last
-#: session kept for ``explain`` and reports, hold one each; the third is free to lend.
-LENT_PER_JOB = 3
+#: Clones kept per job: the sessions whose writes are in flight (two at most, the server's
+#: ``commits_in_flight``) and the last session kept for ``explain`` and reports hold one each;
+#: the fourth is free to lend.
+LENT_PER_JOB = 4
 
 
 @dataclass(slots=True)

@@ -134,7 +134,7 @@ class CheckedCache:
 class ReuseRun(Run):
     """``Run`` that also records each decided cycle's bindings and evictions."""
 
-    def __init__(self, c: Cluster, reuse: bool, pipelined: bool) -> None:
+    def __init__(self, c: Cluster, reuse: bool, pipelined: int) -> None:
         super().__init__(c, True, pipelined)
         c.scheduler.cache.reuse_clones = reuse
         self.checked = CheckedCache(c.scheduler.cache) if reuse else None
@@ -167,7 +167,7 @@ class ReuseRun(Run):
             await super().apply(op)
 
 
-async def _compare(config: str, mode: str, pipelined: bool, steps: list[list[tuple]]) -> int:
+async def _compare(config: str, mode: str, pipelined: int, steps: list[list[tuple]]) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         runs: list[ReuseRun] = []
         for reuse in (True, False):
@@ -201,11 +201,11 @@ async def _compare(config: str, mode: str, pipelined: bool, steps: list[list[tup
 @given(
     config=st.sampled_from((BASIC_CONF, PREEMPT_CONF, CAPACITY_CONF)),
     mode=st.sampled_from(("object", "memory")),
-    pipelined=st.booleans(),
+    pipelined=st.integers(0, 2),  # decided cycles waiting to be written
     steps=st.lists(st.lists(REUSE_OP, max_size=4), min_size=4, max_size=12),
 )
 def test_lent_clones_decide_and_write_what_fresh_clones_do(
-    config: str, mode: str, pipelined: bool, steps: list[list[tuple]]
+    config: str, mode: str, pipelined: int, steps: list[list[tuple]]
 ) -> None:
     lent = asyncio.run(_compare(config, mode, pipelined, steps))
     event(f"clones lent again: {'some' if lent else 'none'}")
