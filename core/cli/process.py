@@ -107,15 +107,23 @@ async def serve(
 
 
 def kube_store_factory(
-    kubeconfig: str | None, master: str | None, qps: float, burst: int
+    kubeconfig: str | None,
+    master: str | None,
+    qps: float,
+    burst: int,
+    max_connections: int | None = None,
 ) -> Callable[[], Awaitable[KubeStore]]:
+    """``max_connections``: the client's connection pool (None: the store's default)."""
+
     async def make() -> KubeStore:
         from stromboli.core.cluster.kube import KubeConfig, KubeStore
 
         config = KubeConfig.load(kubeconfig)
         if master:
             config = config.with_server(master)
-        return KubeStore(config, qps=qps, burst=burst)
+        if max_connections is None:
+            return KubeStore(config, qps=qps, burst=burst)
+        return KubeStore(config, qps=qps, burst=burst, max_connections=max_connections)
 
     return make
 

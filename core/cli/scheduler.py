@@ -135,6 +135,7 @@ def scheduler(
         LostLeadership,
         SchedulerOptions,
         SchedulerServer,
+        scheduler_connections,
         start_settings,
     )
 
@@ -157,7 +158,9 @@ def scheduler(
         # Read before connecting: a configuration it cannot use stops the start at once.
         config = ConfigSource(scheduler_conf, strict=strict_config)
         log_start(log, "scheduler", start_settings(options, config))
-        factory = kube_store_factory(kubeconfig, master, kube_api_qps, kube_api_burst)
+        factory = kube_store_factory(
+            kubeconfig, master, kube_api_qps, kube_api_burst, scheduler_connections(options)
+        )
         asyncio.run(serve(factory, lambda store: SchedulerServer(store, options, config=config)))
     except (ConfigError, ValueError) as err:
         raise click.ClickException(str(err)) from None

@@ -53,7 +53,8 @@ class SchedulerOptions:
     healthz_address: str = ":11251"
     leader_elect: bool = False
     lock_object_namespace: str = "volcano-system"
-    bind_concurrency: int = 64
+    #: Bindings in flight at once (over every cycle's, see ``StatusWriter``).
+    bind_concurrency: int = 128
     #: Refuse a configuration naming what Stromboli would skip (``--strict-config``).
     strict_config: bool = False
     #: ``(namespace, name)`` of the ConfigMap the configuration file comes from: skipped
@@ -82,6 +83,19 @@ def start_settings(options: SchedulerOptions, config: ConfigSource) -> dict[str,
 
 class LostLeadership(RuntimeError):
     """Raised when another replica took the Lease: the process must exit."""
+
+
+#: Connections the scheduler's client keeps beside its bindings': one per watch (a dozen
+#: kinds), the event workers, status writes and reads.
+CONNECTIONS_BESIDES_BINDS = 64
+
+
+def scheduler_connections(options: SchedulerOptions) -> int:
+    """The client's connection pool: every binding in flight has a connection of its own.
+    (With HTTP/1.1 a request waits for a free connection; a pool that the watches and event
+    workers share with ``bind_concurrency`` bindings held a live run's bindings to two thirds
+    of the rate pods were created at, and they queued for seconds.)"""
+    return options.bind_concurrency + CONNECTIONS_BESIDES_BINDS
 
 
 class SchedulerServer:
