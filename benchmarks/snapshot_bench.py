@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from status_close_bench import one_pod_job
+from status_close_bench import fill_settled, one_pod_job
 
 from stromboli.core import clock as clocks
 from stromboli.core.cluster.memory import MemoryStore
@@ -57,24 +57,7 @@ async def run(settled: int, nodes: int, new: int, cycles: int, profile: str | No
         path.write_text(DEFAULT_CONFIG)
         scheduler = Scheduler(store, clock, ConfigSource(path))
         await scheduler.start()
-        for i in range(nodes):
-            await store.create(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Node",
-                    "metadata": {"name": f"n{i}"},
-                    "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "500"}},
-                }
-            )
-        for j in range(settled):
-            for obj in one_pod_job(f"s{j}"):
-                await store.create(obj)
-        await scheduler.run_once()
-        for item in (await store.list("v1", "Pod")).items:
-            item["status"] = {**(item.get("status") or {}), "phase": "Running"}
-            await store.update_status(item)
-        for _ in range(3):  # the watch brings the writes and Running pods; all settle
-            await scheduler.run_once()
+        await fill_settled(store, scheduler, nodes, settled)
         timed = TimedSnapshot(scheduler.cache)
         rows: dict[str, list[float]] = {}
         profiler = cProfile.Profile() if profile else None

@@ -118,6 +118,29 @@ def one_pod_job(name: str) -> list[dict]:
     ]
 
 
+async def fill_settled(store: MemoryStore, scheduler: Scheduler, nodes: int, settled: int) -> None:
+    """``nodes`` roomy nodes and ``settled`` one-pod jobs bound, Running and settled (their
+    statuses written and folded back in), on a started ``scheduler`` over ``store``."""
+    for i in range(nodes):
+        await store.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": f"n{i}"},
+                "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "500"}},
+            }
+        )
+    for j in range(settled):
+        for obj in one_pod_job(f"s{j}"):
+            await store.create(obj)
+    await scheduler.run_once()
+    for item in (await store.list("v1", "Pod")).items:
+        item["status"] = {**(item.get("status") or {}), "phase": "Running"}
+        await store.update_status(item)
+    for _ in range(3):  # the watch brings the writes and Running pods; all settle
+        await scheduler.run_once()
+
+
 class Timed:
     """Wall and CPU seconds of ``collect`` calls made by the scheduler module."""
 
@@ -146,24 +169,7 @@ async def settled_run(settled: int, new: int, cycles: int) -> None:
             path.write_text(DEFAULT_CONFIG)
             scheduler = Scheduler(store, clock, ConfigSource(path), settled_close=incremental)
             await scheduler.start()
-            for i in range(settled // 100 + 1):
-                await store.create(
-                    {
-                        "apiVersion": "v1",
-                        "kind": "Node",
-                        "metadata": {"name": f"n{i}"},
-                        "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "500"}},
-                    }
-                )
-            for j in range(settled):
-                for obj in one_pod_job(f"s{j}"):
-                    await store.create(obj)
-            await scheduler.run_once()
-            for item in (await store.list("v1", "Pod")).items:
-                item["status"] = {**(item.get("status") or {}), "phase": "Running"}
-                await store.update_status(item)
-            for _ in range(3):  # the watch brings the writes and Running pods; all settle
-                await scheduler.run_once()
+            await fill_settled(store, scheduler, settled // 100 + 1, settled)
             runs.append((incremental, store, scheduler, SchedulerMetrics()))
         figures: dict[bool, dict[str, list[float]]] = {True: {}, False: {}}
         for cycle in range(cycles):

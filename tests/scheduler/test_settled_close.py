@@ -285,9 +285,8 @@ def test_settled_close_writes_what_a_full_close_writes(
     asyncio.run(_compare(config, pipelined, steps))
 
 
-async def test_settled_jobs_are_not_looked_at(tmp_path: Path) -> None:
-    """Forty one-pod jobs Running with nothing to do: after they settle, a cycle with one new
-    job closes that job alone (plus none of the settled ones), and writes what it must."""
+async def forty_settled(tmp_path: Path) -> Cluster:
+    """A cluster whose forty one-pod jobs are Running with nothing to do, and settled."""
     c = await Cluster(tmp_path, BASIC_CONF).start()
     await c.add(node("n0", cpu="64", memory="64Gi"))
     for i in range(40):
@@ -297,6 +296,13 @@ async def test_settled_jobs_are_not_looked_at(tmp_path: Path) -> None:
         p.setdefault("status", {})["phase"] = "Running"
         await c.store.update_status(p)
     await c.run(3)
+    return c
+
+
+async def test_settled_jobs_are_not_looked_at(tmp_path: Path) -> None:
+    """Forty one-pod jobs Running with nothing to do: after they settle, a cycle with one new
+    job closes that job alone (plus none of the settled ones), and writes what it must."""
+    c = await forty_settled(tmp_path)
     ssn = c.scheduler.last_session
     assert ssn is not None and ssn.closing is not None and not ssn.closing.full
     assert ssn.closing.jobs == []

@@ -26,7 +26,7 @@ from stromboli.core.scheduler.framework.snapshot import Snapshot
 from stromboli.core.scheduler.scheduler import CycleStats
 
 from .builders import BASIC_CONF, Cluster, node, pod, podgroup, priority_class
-from .test_settled_close import CAPACITY_CONF, OP, PREEMPT_CONF, Run
+from .test_settled_close import CAPACITY_CONF, OP, PREEMPT_CONF, Run, forty_settled
 
 EXOTIC = "example.com/widget"
 GADGET = "example.com/gadget"
@@ -248,15 +248,7 @@ def test_a_clone_is_lent_again_only_once_its_snapshot_is_released() -> None:
 async def test_settled_jobs_are_lent_not_cloned(tmp_path: Path) -> None:
     """Forty one-pod jobs Running with nothing to do: once they settle, a snapshot lends
     their clones of a finished session again; a job whose pod changes gets a new clone."""
-    c = await Cluster(tmp_path, BASIC_CONF).start()
-    await c.add(node("n0", cpu="64", memory="64Gi"))
-    for i in range(40):
-        await c.add(podgroup(f"s{i}"), pod(f"s{i}-0", group=f"s{i}", cpu="100m"))
-    await c.run(2)
-    for p in (await c.store.list("v1", "Pod")).items:
-        p.setdefault("status", {})["phase"] = "Running"
-        await c.store.update_status(p)
-    await c.run(3)
+    c = await forty_settled(tmp_path)
     ssn = c.scheduler.last_session
     assert ssn is not None
     older = dict(ssn.jobs)
